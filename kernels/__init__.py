@@ -1,0 +1,1 @@
+"""The things fusebench measures: one module per block, each registering its variants."""

@@ -1,0 +1,48 @@
+"""Turn a block's eager function into its `eager` and `compile` variants' prepare functions.
+
+A block describes its eager form once, as `parts(case, inputs) -> (fn, args)`; the eager variant
+calls `fn(*args)` and the compile variants call `torch.compile(fn)(*args)`, so both run exactly
+the same Python code on the same tensors.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from kernels.base import Call, Case, Inputs
+
+Parts = Callable[[Case, Inputs], tuple[Callable, tuple]]
+
+
+def eager_prepare(parts: Parts) -> Callable[[Case, Inputs], Call]:
+    def prepare(case: Case, inputs: Inputs) -> Call:
+        fn, args = parts(case, inputs)
+        return lambda: fn(*args)
+
+    return prepare
+
+
+def compile_prepare(parts: Parts, mode: str | None = None) -> Callable[[Case, Inputs], Call]:
+    """`torch.compile(fn, dynamic=False)`; compilation happens in the first call."""
+
+    def prepare(case: Case, inputs: Inputs) -> Call:
+        # A fresh dynamo per case: after 8 recompiles of one function (8 shapes) dynamo
+        # silently falls back to eager, and the sweep would time eager under a compile label.
+        torch._dynamo.reset()
+        fn, args = parts(case, inputs)
+        if mode is None and case.device_type == "cpu":
+            # Inductor's C++ kernels then show up in the profile as `cpp_fused_*` ranges, the
+            # CPU counterpart of the `triton_poi_fused_*` kernels seen on a GPU.
+            compiled = torch.compile(fn, dynamic=False, options={"cpp.enable_kernel_profile": True})
+        else:
+            compiled = torch.compile(fn, dynamic=False, mode=mode)
+        return lambda: compiled(*args)
+
+    return prepare
+
+
+def cuda_only(case: Case) -> str | None:
+    if case.device_type != "cuda":
+        return "needs a CUDA device"
+    return None

@@ -1,0 +1,279 @@
+"""FlashAttention-2-style forward in Triton: out = softmax(q k^T * sm_scale [+ causal mask]) v.
+
+Each program owns BLOCK_M queries of one (batch, head) and streams K/V in BLOCK_N tiles,
+keeping a running row max m_i and row sum l_i (fp32) and rescaling the fp32 accumulator when
+the max grows (online softmax). The (S, S) score matrix never reaches global memory.
+
+Causal attention is split by block: K/V tiles wholly below the diagonal run without any mask,
+the tiles on the diagonal apply the element mask, and tiles above it are never visited. The
+softmax uses exp2 with log2(e) folded into the scale (one multiply saved per score).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.triton.runtime import interpreting
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+MAX_HEAD_DIM = 128
+_LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _load_tile(ptrs, rows, n_rows, cols, n_cols, MASK_ROWS: tl.constexpr, MASK_COLS: tl.constexpr):
+    """Load a (len(rows), len(cols)) tile, masking only what can be out of range (zeros there)."""
+    if MASK_ROWS:
+        if MASK_COLS:
+            tile = tl.load(ptrs, mask=(rows[:, None] < n_rows) & (cols[None, :] < n_cols), other=0.0)
+        else:
+            tile = tl.load(ptrs, mask=rows[:, None] < n_rows, other=0.0)
+    else:
+        if MASK_COLS:
+            tile = tl.load(ptrs, mask=cols[None, :] < n_cols, other=0.0)
+        else:
+            tile = tl.load(ptrs)
+    return tile
+
+
+@triton.jit
+def _dot(a, b, acc, EXACT_FP32: tl.constexpr):
+    """a @ b + acc in fp32. EXACT_FP32: fp32 operands get tf32x3 (three TF32 tensor-core
+    products, ~fp32 accuracy) instead of plain TF32 (10-bit mantissa, ~1e-3 error); "ieee"
+    would fall back to FMA loops that spill heavily."""
+    if EXACT_FP32:
+        return tl.dot(a, b, acc, input_precision="tf32x3")
+    else:
+        return tl.dot(a, b, acc)
+
+
+@triton.jit
+def _attn_fwd_inner(
+    acc, m_i, l_i, q,  # (BLOCK_M, BLOCK_D) fp32, (BLOCK_M,) fp32, (BLOCK_M,) fp32, (BLOCK_M, BLOCK_D)
+    k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
+    offs_m, offs_d, lo, hi, seq_len, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, PAD_D: tl.constexpr,
+    MASKED: tl.constexpr,  # key tiles that cross seq_len or the causal diagonal
+    CAUSAL: tl.constexpr, UPCAST: tl.constexpr, EXACT_FP32: tl.constexpr,
+):
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)  # (BLOCK_N,) key positions
+        k_ptrs = k_base + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
+        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        k = _load_tile(k_ptrs, offs_n, seq_len, offs_d, HEAD_DIM, MASKED, PAD_D)  # (BLOCK_N, BLOCK_D)
+        v = _load_tile(v_ptrs, offs_n, seq_len, offs_d, HEAD_DIM, MASKED, PAD_D)  # (BLOCK_N, BLOCK_D)
+        if UPCAST:  # interpreter: bf16 tl.dot is wrong there, fp32 is exact for bf16 values
+            k = k.to(tl.float32)
+            v = v.to(tl.float32)
+        qk = _dot(q, tl.trans(k), None, EXACT_FP32)  # (BLOCK_M, BLOCK_N) fp32, unscaled
+        if MASKED:
+            keep = offs_n[None, :] < seq_len  # (1, BLOCK_N) keys past the end
+            if CAUSAL:
+                keep = keep & (offs_n[None, :] <= offs_m[:, None])  # (BLOCK_M, BLOCK_N)
+            # -inf is safe: each row's first visited tile holds a valid key (key 0, or on the
+            # diagonal key diag_lo <= row), so m_i is finite before any row is fully masked.
+            qk = tl.where(keep, qk, float("-inf"))
+        # Log2 domain (qk_scale includes log2(e), and is > 0 so it commutes with max and keeps
+        # -inf): scale the row max only, then one fused multiply-add per score.
+        m_new = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)  # (BLOCK_M,)
+        p = tl.math.exp2(qk * qk_scale - m_new[:, None])  # (BLOCK_M, BLOCK_N) fp32, unnormalized
+        alpha = tl.math.exp2(m_i - m_new)  # (BLOCK_M,) rescale for the old max; 0 on first tile
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        if UPCAST:
+            # Round P to the input dtype as the GPU path does, then compute in fp32.
+            p_op = p.to(v_base.dtype.element_ty).to(tl.float32)
+        else:
+            p_op = p.to(v.dtype)  # fp16/bf16: tensor-core P @ V; fp32: no-op
+        acc = _dot(p_op, v, acc, EXACT_FP32)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    q_ptr, k_ptr, v_ptr, o_ptr,  # (B, H, S, D) each, any strides
+    stride_qb, stride_qh, stride_qm, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_om, stride_od,
+    H, seq_len, qk_scale,  # qk_scale = sm_scale * log2(e)
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,  # BLOCK_D = next pow2 >= HEAD_DIM (>= 16)
+    PAD_D: tl.constexpr,  # BLOCK_D != HEAD_DIM: mask the padded head-dim lanes
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # BLOCK_M % BLOCK_N == 0
+    CAUSAL: tl.constexpr, UPCAST: tl.constexpr, EXACT_FP32: tl.constexpr,
+):
+    # Grid (B*H, n_query_blocks): (batch, head) varies fastest, so programs are handed out
+    # query block by query block. For causal, block i costs i+1 diagonal-sized tiles: handing
+    # out the last (heaviest) blocks first keeps the final wave short (longest job first).
+    # B*H on axis 0 also lifts the 65535 limit that grid axis 1 would put on it.
+    off_bh = tl.program_id(axis=0)
+    if CAUSAL:
+        start_m = tl.num_programs(axis=1) - 1 - tl.program_id(axis=1)
+    else:
+        start_m = tl.program_id(axis=1)
+    # int64: batch/head offsets of large tensors can pass 2**31 elements.
+    off_b = (off_bh // H).to(tl.int64)
+    off_h = (off_bh % H).to(tl.int64)
+    q_base = q_ptr + off_b * stride_qb + off_h * stride_qh
+    k_base = k_ptr + off_b * stride_kb + off_h * stride_kh
+    v_base = v_ptr + off_b * stride_vb + off_h * stride_vh
+    o_base = o_ptr + off_b * stride_ob + off_h * stride_oh
+
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,) query positions
+    offs_d = tl.arange(0, BLOCK_D)  # (BLOCK_D,)
+
+    q_ptrs = q_base + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd
+    # Padded query rows load as 0 (finite scores); they are dropped on store.
+    q = _load_tile(q_ptrs, offs_m, seq_len, offs_d, HEAD_DIM, True, PAD_D)  # (BLOCK_M, BLOCK_D)
+    if UPCAST:
+        q = q.to(tl.float32)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+
+    if CAUSAL:
+        # Tiles wholly below the diagonal: every key < start_m * BLOCK_M <= every query, all in
+        # range, so no mask. Then the diagonal tiles, masked; nothing above is visited.
+        full_hi = start_m * BLOCK_M
+        masked_hi = tl.minimum(full_hi + BLOCK_M, seq_len)
+    else:
+        # Full key tiles unmasked, then at most one partial tile masked against seq_len.
+        full_hi = (seq_len // BLOCK_N) * BLOCK_N
+        masked_hi = seq_len
+    acc, m_i, l_i = _attn_fwd_inner(acc, m_i, l_i, q, k_base, v_base, stride_kn, stride_kd,
+                                    stride_vn, stride_vd, offs_m, offs_d, 0, full_hi, seq_len,
+                                    qk_scale, HEAD_DIM, BLOCK_N, PAD_D, False, CAUSAL, UPCAST,
+                                    EXACT_FP32)
+    acc, m_i, l_i = _attn_fwd_inner(acc, m_i, l_i, q, k_base, v_base, stride_kn, stride_kd,
+                                    stride_vn, stride_vd, offs_m, offs_d, full_hi, masked_hi,
+                                    seq_len, qk_scale, HEAD_DIM, BLOCK_N, PAD_D, True, CAUSAL,
+                                    UPCAST, EXACT_FP32)
+
+    out = acc / l_i[:, None]  # (BLOCK_M, BLOCK_D); l_i >= 1 since the max term is exp2(0)
+    o_ptrs = o_base + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
+    tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < seq_len) & (offs_d[None, :] < HEAD_DIM))
+
+
+def _cuda_configs() -> list:
+    """A short autotune list for Hopper/Ampere-class GPUs (FA2-like tile shapes), as
+    (BLOCK_M, BLOCK_N, num_warps, num_stages); _prune_configs drops the misfits per call."""
+    shapes = [(128, 64, 4, 3), (128, 64, 4, 4), (128, 64, 8, 3), (128, 128, 8, 3),
+              (128, 128, 8, 4), (64, 64, 4, 3), (64, 32, 4, 4)]
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st)
+            for bm, bn, w, st in shapes]
+
+
+def _prune_configs(configs, named_args, **kwargs):
+    """Drop configs that would spill or not fit, instead of timing or failing them in tuning.
+
+    The budgets below were checked against ptxas -v for sm_90 (no GPU needed to compile).
+    """
+    q = named_args["q_ptr"]
+    seq_len = named_args["seq_len"]
+    block_d = kwargs.get("BLOCK_D", 64)
+    elt = q.element_size()
+    props = torch.cuda.get_device_properties(q.device)
+    smem_limit = getattr(props, "shared_memory_per_block_optin", 99 * 1024)
+
+    def smem_bytes(c):  # Q tile + num_stages buffers of K and V (+ a Q split for tf32x3)
+        tiles = c.kwargs["BLOCK_M"] * (2 if elt == 4 else 1) + 2 * c.num_stages * c.kwargs["BLOCK_N"]
+        return elt * block_d * tiles
+
+    def live_fp32_per_thread(c):  # accumulator (BLOCK_M, BLOCK_D) + scores (BLOCK_M, BLOCK_N)
+        return c.kwargs["BLOCK_M"] * (block_d + c.kwargs["BLOCK_N"]) / (32 * c.num_warps)
+
+    # ~128 live fp32 values per thread fit in 255 registers; fp32 inputs need about half as
+    # many since tf32x3 splits each operand in two.
+    reg_budget = 64 if elt == 4 else 128
+    fits = [c for c in configs if smem_bytes(c) <= smem_limit] or [min(configs, key=smem_bytes)]
+    kept = [c for c in fits
+            if c.kwargs["BLOCK_M"] <= max(64, triton.next_power_of_2(seq_len))
+            and live_fp32_per_thread(c) <= reg_budget]
+    return kept or [min(fits, key=live_fp32_per_thread)]
+
+
+# Decided at import, as triton.jit fixed interpreted-or-compiled when the kernels above were
+# defined. The interpreter cannot benchmark configs, so it gets a plain kernel and one small
+# fixed config (still several K/V tiles per diagonal); on CUDA the autotuner picks per
+# (S, D, causal, dtype).
+_INTERPRET = interpreting()
+if _INTERPRET:
+    _attn_fwd_launch = _attn_fwd_kernel
+else:
+    _attn_fwd_launch = triton.autotune(
+        configs=_cuda_configs(),
+        key=["seq_len", "HEAD_DIM", "CAUSAL"],
+        prune_configs_by={"early_config_prune": _prune_configs},
+    )(_attn_fwd_kernel)
+
+_INTERPRET_BLOCK_M, _INTERPRET_BLOCK_N = 32, 16
+
+
+def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"flash_attention: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.ndim != 4:
+            raise ValueError(f"flash_attention: {name} must be 4-D (B, H, S, D), got "
+                             f"{t.ndim}-D shape {tuple(t.shape)}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"flash_attention: {name} has dtype {t.dtype}; supported dtypes are "
+                             f"float32, float16, bfloat16")
+    if not (q.shape == k.shape == v.shape):
+        raise ValueError(f"flash_attention: q, k, v must have the same shape (B, H, S, D) "
+                         f"(self-attention, S_q == S_k), got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"flash_attention: q, k, v must share a dtype, got {q.dtype}, {k.dtype}, "
+                         f"{v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"flash_attention: q, k, v must be on one device, got {q.device}, "
+                         f"{k.device}, {v.device}")
+    if q.device.type != "cuda" and not _INTERPRET:
+        raise ValueError(f"flash_attention: tensors are on {q.device}; Triton needs CUDA tensors "
+                         f"(or TRITON_INTERPRET=1 set before import for CPU tensors)")
+    D = q.shape[-1]
+    if not 1 <= D <= MAX_HEAD_DIM:
+        raise ValueError(f"flash_attention: head dim D={D} is not supported; need "
+                         f"1 <= D <= {MAX_HEAD_DIM}")
+    if sm_scale is not None and not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale)
+                                     and sm_scale > 0):
+        raise ValueError(f"flash_attention: sm_scale must be a positive finite number or None, "
+                         f"got {sm_scale!r}")
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True,
+                    sm_scale: float | None = None) -> torch.Tensor:
+    """Attention forward; q, k, v (B, H, S, D) -> (B, H, S, D) in q's dtype.
+
+    sm_scale defaults to 1/sqrt(D). Causal masks key j > query i (top-left aligned, S_q == S_k).
+    """
+    _check(q, k, v, sm_scale)
+    B, H, S, D = q.shape
+    out = torch.empty((B, H, S, D), dtype=q.dtype, device=q.device)  # (B, H, S, D)
+    if out.numel() == 0:
+        return out
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    qk_scale = float(sm_scale) * _LOG2E
+    BLOCK_D = max(16, triton.next_power_of_2(D))  # tl.dot needs K >= 16
+    # fp32 inputs: ~fp32-accurate dots (no plain TF32), so fp32 results match a fp32 reference.
+    upcast = _INTERPRET and q.dtype == torch.bfloat16
+    exact_fp32 = q.dtype == torch.float32 or upcast
+    args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), H, S, qk_scale)
+    meta = dict(HEAD_DIM=D, BLOCK_D=BLOCK_D, PAD_D=BLOCK_D != D, CAUSAL=bool(causal), UPCAST=upcast,
+                EXACT_FP32=exact_fp32)
+    if _INTERPRET:
+        grid = (B * H, triton.cdiv(S, _INTERPRET_BLOCK_M))
+        _attn_fwd_launch[grid](*args, BLOCK_M=_INTERPRET_BLOCK_M, BLOCK_N=_INTERPRET_BLOCK_N, **meta)
+    else:
+        def grid(META):
+            return (B * H, triton.cdiv(S, META["BLOCK_M"]))
+        _attn_fwd_launch[grid](*args, **meta)
+    return out

@@ -1,0 +1,98 @@
+"""GeGLU forward in one Triton kernel: out = gelu_tanh(gate) * up, elementwise.
+
+The gate activation and the product are fused so the activation never round-trips through
+global memory. GeGLU is purely elementwise, so the kernel treats both inputs as flat 1-D
+arrays and each program handles one BLOCK_SIZE chunk.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.triton.runtime import interpreting
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Read once: triton.jit fixes interpreted-or-compiled when a kernel is defined, below.
+_INTERPRET = interpreting()
+
+
+@triton.jit
+def gelu_tanh(x):
+    """GELU, tanh approximation (torch's gelu(approximate="tanh")), on an fp32 tensor.
+
+    gelu(x) = 0.5 * x * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3).
+    With tanh(u) = 2 * sigmoid(2u) - 1 this is x * sigmoid(2u) = x / (1 + exp(-2u)), which
+    needs only exp: tl has no tanh on every backend and Triton version, and the interpreter
+    lacks libdevice. For very negative x, exp(-2u) overflows to +inf and the result is
+    x / inf = -0, the right limit; for very positive x it is x / 1. No NaNs either way.
+    """
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)  # 0.79788... = sqrt(2 / pi)
+    return x / (1.0 + tl.exp(-2.0 * u))
+
+
+@triton.jit
+def _geglu_fwd_kernel(
+    gate_ptr,  # (n_elements,) contiguous, input dtype
+    up_ptr,  # (n_elements,) contiguous, input dtype
+    out_ptr,  # (n_elements,) contiguous, input dtype
+    n_elements,
+    BLOCK_SIZE: tl.constexpr,
+):
+    # int64 offsets: a flat index can pass 2**31 for large activations (e.g. 16k tokens x 150k).
+    pid = tl.program_id(axis=0).to(tl.int64)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (BLOCK_SIZE,)
+    mask = offsets < n_elements  # the last block is usually partial
+    # fp32 math: the cubic and the exp lose too much in fp16/bf16.
+    gate = tl.load(gate_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    up = tl.load(up_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    out = gelu_tanh(gate) * up
+    tl.store(out_ptr + offsets, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _launch_config(n_elements: int) -> tuple[int, int]:
+    """(BLOCK_SIZE, num_warps). Memory-bound, so a heuristic beats autotuning here."""
+    if _INTERPRET:
+        # The interpreter runs each program as numpy ops: one mid-size block is fine.
+        return 1024, 4
+    # 1024 elements over 4 warps = 8 per thread (16-byte vector loads for half types);
+    # bigger blocks for big tensors to cut the number of tiny programs.
+    if n_elements >= 1 << 22:
+        return 4096, 8
+    return 1024, 4
+
+
+def _check(gate: torch.Tensor, up: torch.Tensor) -> None:
+    for name, t in (("gate", gate), ("up", up)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"geglu: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise ValueError(f"geglu: {name} has dtype {t.dtype}; supported dtypes are "
+                             f"float32, float16, bfloat16")
+    if gate.shape != up.shape:
+        raise ValueError(f"geglu: gate and up must have the same shape, got "
+                         f"{tuple(gate.shape)} and {tuple(up.shape)}")
+    if gate.dtype != up.dtype:
+        raise ValueError(f"geglu: gate and up must have the same dtype, got {gate.dtype} and "
+                         f"{up.dtype}")
+    if gate.device != up.device:
+        raise ValueError(f"geglu: gate and up must be on the same device, got {gate.device} and "
+                         f"{up.device}")
+    if gate.device.type != "cuda" and not _INTERPRET:
+        raise ValueError(f"geglu: tensors are on {gate.device}; Triton needs CUDA tensors "
+                         f"(or TRITON_INTERPRET=1 set before import for CPU tensors)")
+
+
+def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """gelu_tanh(gate) * up, same shape (any number of dims) and dtype as the inputs."""
+    _check(gate, up)
+    # The kernel indexes flat memory: make non-contiguous views dense (a copy only if needed).
+    gate_c, up_c = gate.contiguous(), up.contiguous()
+    out = torch.empty_like(gate_c)  # (*shape), contiguous
+    n_elements = gate_c.numel()
+    if n_elements == 0:
+        return out
+    BLOCK_SIZE, num_warps = _launch_config(n_elements)
+    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+    _geglu_fwd_kernel[grid](gate_c, up_c, out, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
+    return out

@@ -1,0 +1,1 @@
+"""How things are measured and reported: suite definitions plus the engine."""

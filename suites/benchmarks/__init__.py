@@ -1,0 +1,1 @@
+"""Checks of the tool itself, run by hand and reported in notes, not as timed tests."""

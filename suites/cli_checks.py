@@ -1,0 +1,30 @@
+"""One-line errors for config-group choices, checked before Hydra composes anything.
+
+Hydra's own message for `suite=foo` is a multi-line block with a search-path dump; a user who
+mistyped a name wants one line that says which names exist.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from suites.errors import ConfigError
+
+GROUPS = ("suite", "timing", "profile")
+
+
+def group_choices(conf_dir: Path, group: str) -> list[str]:
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+def check_group_choices(argv: list[str], conf_dir: Path) -> None:
+    """Raise ConfigError for `group=value` overrides naming no YAML in conf/<group>/."""
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, _, value = arg.lstrip("+~").partition("=")
+        if key not in GROUPS:
+            continue
+        accepted = group_choices(conf_dir, key)
+        for choice in value.split(","):  # a multirun sweeps a comma-separated list
+            if choice not in accepted:
+                raise ConfigError(f"{key}={choice}: unknown {key}; accepted: {', '.join(accepted)}")

@@ -1,0 +1,50 @@
+"""Copies the user did not write: a device-to-device memcpy on a GPU (the series saw one before
+the GEMM under torch.compile), an aten::copy_ on a CPU, where the baseline had none."""
+from __future__ import annotations
+
+from suites.findings.core import Finding, FindingContext, detector
+
+
+def _gpu_dtod(profile) -> tuple[float, float, float]:
+    """Copies, bytes and microseconds per call of device-to-device memcpy activities."""
+    count = nbytes = us = 0.0
+    for step in profile.steps:
+        for k in step.kernels:
+            if k.cat == "gpu_memcpy" and "DtoD" in k.name:
+                count, nbytes, us = count + 1, nbytes + (k.nbytes or 0), us + k.dur
+    n = max(1, len(profile.steps))
+    return count / n, nbytes / n, us / n
+
+
+def _cpu_copies(profile) -> tuple[float, float, str]:
+    count = us = 0.0
+    parents = set()
+    for step in profile.steps:
+        for k in step.kernels:
+            if k.name == "aten::copy_":
+                count, us = count + 1, us + k.self_us
+                parents.add(k.op or "the call")
+    n = max(1, len(profile.steps))
+    return count / n, us / n, ", ".join(sorted(parents))
+
+
+@detector
+def hidden_copy(ctx: FindingContext):
+    if ctx.profile is None:
+        return
+    if ctx.device_type == "cuda":
+        count, nbytes, us = _gpu_dtod(ctx.profile)
+        base = _gpu_dtod(ctx.baseline_profile)[0] if ctx.baseline_profile else 0.0
+        if count > base:
+            yield Finding("hidden_copy", "notice",
+                          f"a device-to-device copy the code does not write: {count:g} per call, "
+                          f"{nbytes / 1e6:.3g} MB, {us:.1f} us", {"copies_per_call": count,
+                          "bytes_per_call": nbytes, "copy_us": us, "baseline_copies": base})
+        return
+    count, us, parents = _cpu_copies(ctx.profile)
+    base = _cpu_copies(ctx.baseline_profile)[0] if ctx.baseline_profile else 0.0
+    if count > base:
+        yield Finding("hidden_copy", "notice",
+                      f"a copy the code does not write: aten::copy_ inside {parents}, "
+                      f"{count:g} per call, {us:.1f} us",
+                      {"copies_per_call": count, "copy_us": us, "baseline_copies": base})

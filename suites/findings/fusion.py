@@ -1,0 +1,43 @@
+"""What fused against the baseline: dispatcher-level fusion (aten::addmm), kernels per call, and
+the fused kernels Inductor generated."""
+from __future__ import annotations
+
+import re
+
+from suites.findings.core import Finding, FindingContext, detector
+
+FUSED_KERNEL = re.compile(r"(triton_(poi|red|per|tem)_fused\w*|cpp_fused\w*)")
+
+
+@detector
+def dispatcher_fusion(ctx: FindingContext):
+    """The series' first lesson: does the variant run aten::addmm where eager ran mm then add?"""
+    if ctx.is_baseline or ctx.baseline_profile is None or ctx.profile is None:
+        return
+    base, ops = ctx.baseline_profile.ops_per_call(), ctx.profile.ops_per_call()
+    if "aten::mm" not in base or "aten::add" not in base:
+        return
+    evidence = {"addmm_per_call": ops.get("aten::addmm", 0.0), "mm_per_call": ops.get("aten::mm", 0.0),
+                "baseline_mm_per_call": base["aten::mm"], "baseline_add_per_call": base["aten::add"]}
+    if "aten::addmm" in ops and "aten::mm" not in ops:
+        yield Finding("dispatcher_fusion", "info",
+                      "aten::addmm replaced aten::mm + aten::add (the bias add moved into the GEMM "
+                      "call)", evidence)
+    elif "aten::mm" in ops:
+        yield Finding("no_dispatcher_fusion", "info",
+                      "aten::mm still runs: the bias add was not folded into aten::addmm", evidence)
+
+
+@detector
+def kernels_per_call(ctx: FindingContext):
+    if ctx.is_baseline or ctx.baseline_row is None:
+        return
+    before, after = ctx.baseline_row.get("n_kernels"), ctx.metric("n_kernels")
+    if before is None or before != before or after != after or before == after:
+        return
+    direction = "fell" if after < before else "rose"
+    fused = sorted({k["kernel"] for k in ctx.profile.kernel_rows() if FUSED_KERNEL.search(k["kernel"])})
+    detail = f"; fused kernels: {', '.join(fused)}" if fused else ""
+    yield Finding(f"kernels_{direction}", "info" if after < before else "notice",
+                  f"kernels per call {direction} from {before:g} to {after:g} against the "
+                  f"baseline{detail}", {"baseline_kernels": before, "kernels": after})

@@ -1,0 +1,1 @@
+"""The measurement engine: correctness, timing, calibration, the runner and its results."""

@@ -1,0 +1,54 @@
+"""A one-off probe of what the device can do: peak matmul FLOP/s per dtype and copy bandwidth.
+Every row's `pct_peak` is measured against these, not against a datasheet."""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from kernels.base import DTYPES
+from suites.harness.timing import sync
+
+# Large enough to reach the device's steady state, small enough to take about a second.
+_MATMUL_SIZE = {"cpu": 1024, "cuda": 8192}
+_COPY_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
+
+
+def _best_seconds(fn, device_type: str, repeats: int) -> float:
+    fn()  # warm-up: library handles, page faults
+    best = float("inf")
+    for _ in range(repeats):
+        sync(device_type)
+        start = time.perf_counter()
+        fn()
+        sync(device_type)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_matmul_tflops(device: str, dtype: str, repeats: int = 5) -> float:
+    device_type = torch.device(device).type
+    n = _MATMUL_SIZE[device_type]
+    a = torch.randn(n, n, device=device).to(DTYPES[dtype])
+    b = torch.randn(n, n, device=device).to(DTYPES[dtype])
+    seconds = _best_seconds(lambda: torch.mm(a, b), device_type, repeats)
+    return 2.0 * n**3 / seconds / 1e12
+
+
+def peak_copy_gbps(device: str, repeats: int = 5) -> float:
+    """Bytes read plus bytes written per second by a large device-to-device copy."""
+    device_type = torch.device(device).type
+    numel = _COPY_BYTES[device_type] // 4
+    src = torch.randn(numel, device=device)
+    dst = torch.empty_like(src)
+    seconds = _best_seconds(lambda: dst.copy_(src), device_type, repeats)
+    return 2.0 * src.nbytes / seconds / 1e9
+
+
+def calibrate(device: str, dtypes) -> dict:
+    return {
+        "matmul_tflops": {dtype: peak_matmul_tflops(device, dtype) for dtype in dtypes},
+        "copy_gbps": peak_copy_gbps(device),
+        "method": (f"best of 5: torch.mm of {_MATMUL_SIZE[torch.device(device).type]}^2 per dtype; "
+                   f"copy_ of {_COPY_BYTES[torch.device(device).type] // 2**20} MiB (read + write)"),
+    }

@@ -1,0 +1,62 @@
+"""What a result depends on, written to env.json: versions, device, threads, measured peaks."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+    except ImportError:
+        return None
+    return triton.__version__
+
+
+def describe(device: str, threads: int) -> dict:
+    info = {
+        "created": datetime.datetime.now().isoformat(timespec="seconds"),
+        "fusebench_commit": _git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "triton": _triton_version(),
+        "device": device,
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+    if torch.device(device).type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update({
+            "gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
+            "sm_count": props.multi_processor_count, "cuda": torch.version.cuda,
+            "capability": f"{props.major}.{props.minor}",
+        })
+    return info

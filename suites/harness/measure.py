@@ -1,0 +1,88 @@
+"""One (case, variant): support check, first call, correctness, timing, profiling.
+
+Whatever happens, the result is a row: `skipped` with the reason the variant gave, `failed`
+with the exception, `incorrect` with the error numbers (and not timed), or `ok`.
+"""
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from kernels.base import Case, Op, Variant
+from suites.harness import correctness, timing
+from suites.profiling.call_profile import CallProfile
+from suites.profiling.capture import capture
+from suites.profiling.trace_analysis import analyze
+from suites.profiling.trace_events import read_trace
+from suites.spec import RunSpec
+
+
+@dataclass
+class Outcome:
+    row: dict
+    samples_us: list[float] = field(default_factory=list)
+    profile: CallProfile | None = None
+
+
+def _generator(case: Case, offset: int) -> torch.Generator:
+    return torch.Generator(device=case.device).manual_seed(case.seed * 1000 + offset)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
+
+
+def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]:
+    stem = f"{case.id}__{variant}"
+    return out_dir / "traces" / f"{stem}.json.gz", out_dir / "tables" / f"{stem}.txt"
+
+
+def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
+            baseline_err: float | None) -> Outcome:
+    row = {"status": "ok", "reason": ""}
+    reason = variant.supports(case)
+    if reason:
+        return Outcome({"status": "skipped", "reason": reason})
+    try:
+        return _measure(op, variant, case, spec, baseline_err, row)
+    except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
+        return Outcome({**row, "status": "failed", "reason": _short(exc)})
+    finally:
+        gc.collect()
+        if case.device_type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
+    device_type = case.device_type
+    inputs = op.make_inputs(case, _generator(case, 0))
+    call = variant.prepare(case, inputs)
+    row["first_call_ms"] = timing.time_first_call(call, device_type)
+
+    check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
+    row.update(max_abs_err=check.max_abs_err, rel_err=check.rel_err,
+               scaled_err=check.scaled_err, tolerance=check.tolerance)
+    if not check.passed:
+        return Outcome({**row, "status": "incorrect", "reason": check.reason})
+
+    warmup = spec.timing.compile_warmup_calls if variant.family == "compile" else spec.timing.warmup_calls
+    samples = timing.measure(call, device_type, spec.timing, warmup)
+    row.update(timing.summarize(samples))
+    row["cache"] = ("cold" if spec.timing.l2_flush else "hot") if device_type == "cuda" else "n/a"
+
+    profile = None
+    if spec.profile.enabled:
+        trace_path, table_path = artifact_paths(spec.out_dir, case, variant.name)
+        try:
+            capture(call, variant.name, device_type, spec.profile, trace_path, table_path)
+            profile = CallProfile(analyze(read_trace(trace_path), label=variant.name))
+            row.update(profile.metrics())
+            row["trace"] = str(trace_path.relative_to(spec.out_dir))
+            row["table"] = str(table_path.relative_to(spec.out_dir))
+        except Exception as exc:  # the timing stands; say why the profile columns are empty
+            row["reason"] = f"profiling failed: {_short(exc)}"
+    return Outcome(row, samples, profile)

@@ -1,0 +1,68 @@
+"""Run a spec: calibrate, then every (case, variant) in order, baseline first per case; collect
+rows, kernels, samples and findings; write the tables. One case at a time on one device."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+import torch
+
+from kernels import registry
+from suites.harness.calibration import calibrate
+from suites.harness.environment import describe
+from suites.harness.measure import measure
+from suites.harness.progress import Progress
+from suites.harness.results import add_derived, base_row, write_tables
+from suites.findings import find_all
+from suites.spec import RunSpec
+
+
+@dataclass
+class RunResult:
+    spec: RunSpec
+    env: dict
+    frame: pd.DataFrame
+    findings: list[dict]
+    seconds: float
+
+
+def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
+    started = time.perf_counter()
+    torch.set_num_threads(spec.timing.threads)  # recorded on every row, and in env.json
+    env = describe(spec.device, spec.timing.threads)
+    env.update(suite=spec.suite.name, timing=asdict(spec.timing), profile=asdict(spec.profile))
+    if spec.calibrate:
+        env["peaks"] = calibrate(spec.device, spec.suite.dtypes)
+    spec.out_dir.mkdir(parents=True, exist_ok=True)
+    (spec.out_dir / "env.json").write_text(json.dumps(env, indent=2))
+
+    op = registry.get_op(spec.suite.op)
+    variants = [registry.get_variant(spec.suite.op, name) for name in spec.suite.variants]
+    cases = spec.cases()
+    progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream)
+    rows, kernels, samples, findings = [], [], [], []
+    for case in cases:
+        baseline_err, baseline_profile, baseline_row = None, None, None
+        for variant in variants:
+            progress.start(case.id, variant.name)
+            outcome = measure(op, variant, case, spec, baseline_err)
+            row = {**base_row(spec.suite.name, case, variant, op), **outcome.row,
+                   "threads": spec.timing.threads}
+            if variant.name == spec.suite.baseline:
+                baseline_row, baseline_profile = row, outcome.profile
+                if row["status"] == "ok":
+                    baseline_err = row["scaled_err"]
+            rows.append(row)
+            keys = {"suite": spec.suite.name, "case_id": case.id, "variant": variant.name}
+            samples += [{**keys, "sample": i, "time_us": t} for i, t in enumerate(outcome.samples_us)]
+            if outcome.profile is not None:
+                kernels += [{**keys, "dtype": case.dtype, **k} for k in outcome.profile.kernel_rows()]
+            findings += [{**keys, **f} for f in find_all(row, outcome.profile, baseline_row,
+                                                         baseline_profile, spec.device)]
+            progress.finish(row)
+    add_derived(rows, env.get("peaks"), spec.suite.baseline)
+    frame = write_tables(spec.out_dir, rows, kernels, samples, findings)
+    return RunResult(spec, env, frame, findings, time.perf_counter() - started)

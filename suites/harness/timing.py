@@ -1,0 +1,86 @@
+"""The timing pass: warm-up, then one sample per call until the budget and the minimum count are
+met. Never run under the profiler. Raw samples are kept; the summary is median, p10, p90, min."""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from suites.spec import TimingSpec
+
+# Bigger than the L2 of any current GPU (H100/H200: 50-60 MB), so zeroing it evicts the inputs.
+_L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+
+def summarize(samples_us: list[float]) -> dict[str, float]:
+    """Median, p10, p90, min and the spread (IQR / median) of per-call samples."""
+    t = torch.tensor(samples_us, dtype=torch.float64)
+    median, p25, p75 = (float(t.quantile(q)) for q in (0.5, 0.25, 0.75))
+    return {
+        "n_samples": len(samples_us), "median_us": median,
+        "p10_us": float(t.quantile(0.1)), "p90_us": float(t.quantile(0.9)), "min_us": float(t.min()),
+        "iqr_rel": (p75 - p25) / median if median else float("nan"),
+    }
+
+
+def sync(device_type: str) -> None:
+    if device_type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_first_call(call, device_type: str) -> float:
+    """Milliseconds of the first call: compile, JIT, autotune, allocator and cache warm-up."""
+    sync(device_type)
+    start = time.perf_counter()
+    call()
+    sync(device_type)
+    return (time.perf_counter() - start) * 1e3
+
+
+def _enough(n: int, elapsed_s: float, spec: TimingSpec) -> bool:
+    return n >= spec.max_samples or (n >= spec.min_samples and elapsed_s >= spec.budget_s)
+
+
+def _cpu_samples(call, spec: TimingSpec) -> list[float]:
+    samples: list[float] = []
+    start = time.perf_counter_ns()
+    now = start
+    while not _enough(len(samples), (now - start) / 1e9, spec):
+        t0 = time.perf_counter_ns()
+        call()
+        now = time.perf_counter_ns()
+        samples.append((now - t0) / 1e3)
+    return samples
+
+
+def _cuda_samples(call, spec: TimingSpec) -> list[float]:
+    flush = torch.empty(_L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") if spec.l2_flush else None
+    # Estimate the per-call time from a few calls, then record all events and sync once, so the
+    # host never waits between calls and the queue stays fed.
+    probe = _cuda_batch(call, 3, flush)
+    per_call_s = max(sorted(probe)[1] / 1e6, 1e-6)
+    n = int(min(spec.max_samples, max(spec.min_samples, spec.budget_s / per_call_s)))
+    return _cuda_batch(call, n, flush)
+
+
+def _cuda_batch(call, n: int, flush) -> list[float]:
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush.zero_()  # outside the timed pair: evicts the previous call's data from L2
+        start.record()
+        call()
+        end.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+
+
+def measure(call, device_type: str, spec: TimingSpec, warmup_calls: int) -> list[float]:
+    """Per-call samples in microseconds, after `warmup_calls` untimed calls."""
+    for _ in range(warmup_calls):
+        call()
+    sync(device_type)
+    if device_type == "cuda":
+        return _cuda_samples(call, spec)
+    return _cpu_samples(call, spec)

@@ -1,0 +1,1 @@
+"""Profiling: capture traces with torch.profiler, read any Chrome trace back, analyse it."""

@@ -1,0 +1,64 @@
+"""Per-call numbers from a suite's trace: every profiled step holds exactly one call."""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from suites.profiling.trace_analysis import TraceAnalysis
+
+_KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+
+
+def _median(values) -> float:
+    values = [v for v in values if v == v]  # drop NaN
+    return statistics.median(values) if values else float("nan")
+
+
+@dataclass
+class CallProfile:
+    analysis: TraceAnalysis
+
+    @property
+    def steps(self):
+        return self.analysis.steps
+
+    def metrics(self) -> dict[str, float]:
+        """Medians over the profiled steps; NaN where the trace has no such signal."""
+        steps = self.steps
+        gpu = self.analysis.mode == "cuda"
+        return {
+            "host_us": _median(s.host_us for s in steps),
+            "device_us": _median(s.device_us for s in steps),
+            "n_kernels": _median(s.n_kernels for s in steps),
+            "launch_api_us": _median(s.launch_api_us for s in steps) if gpu else float("nan"),
+            "launch_delay_us": _median(s.launch_delay_us for s in steps) if gpu else float("nan"),
+            "n_cpu_ops": _median(s.n_cpu_ops for s in steps),
+            "idle_frac": 1.0 - _median(s.busy_frac for s in steps),
+        }
+
+    def kernel_rows(self) -> list[dict]:
+        """One row per kernel name: launches per call, total and mean time per call."""
+        count: dict[tuple, int] = defaultdict(int)
+        total: dict[tuple, float] = defaultdict(float)
+        gpu = self.analysis.mode == "cuda"
+        for step in self.steps:
+            for kernel in step.kernels:
+                key = (kernel.name, _KIND.get(kernel.cat, "kernel") if gpu else "cpu_op")
+                count[key] += 1
+                total[key] += kernel.dur if gpu else kernel.self_us
+        n = max(1, len(self.steps))
+        rows = [{"kernel": name, "kind": kind, "calls_per_call": count[(name, kind)] / n,
+                 "total_us_per_call": total[(name, kind)] / n,
+                 "mean_us": total[(name, kind)] / count[(name, kind)]}
+                for (name, kind) in count]
+        return sorted(rows, key=lambda r: -r["total_us_per_call"])
+
+    def ops_per_call(self) -> dict[str, float]:
+        """CPU op name -> calls per call (aten::mm, aten::addmm, Torch-Compiled Region...)."""
+        totals: dict[str, int] = defaultdict(int)
+        for step in self.steps:
+            for name, calls in step.ops.items():
+                totals[name] += calls
+        n = max(1, len(self.steps))
+        return {name: calls / n for name, calls in totals.items()}

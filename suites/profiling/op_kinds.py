@@ -1,0 +1,54 @@
+"""Which CPU-side events do work. On a GPU the device activities are the kernels; on a CPU the
+"kernels" are the aten ops (and Inductor's C++ kernels) that compute, so the ones that only
+reshape metadata or dispatch to other ops must be told apart by name."""
+from __future__ import annotations
+
+from suites.profiling.trace_events import Event
+
+LAUNCH_APIS = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
+})
+
+# Ops that only make a new view or allocate: no data is read or written.
+METADATA_OPS = frozenset({
+    "aten::view", "aten::_unsafe_view", "aten::view_as", "aten::_reshape_alias", "aten::t",
+    "aten::transpose", "aten::permute", "aten::expand", "aten::expand_as", "aten::as_strided",
+    "aten::unsqueeze", "aten::squeeze", "aten::slice", "aten::select", "aten::narrow",
+    "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind", "aten::alias",
+    "aten::detach", "aten::detach_", "aten::resolve_conj", "aten::resolve_neg",
+    "aten::lift_fresh", "aten::empty", "aten::empty_like", "aten::empty_strided",
+    "aten::result_type", "aten::size", "aten::stride", "aten::numel", "aten::dim",
+    "aten::unflatten", "aten::is_same_size", "aten::set_", "aten::_local_scalar_dense_meta",
+})
+
+# Ops whose own time is dispatch: the work happens in the ops they call.
+COMPOSITE_OPS = frozenset({
+    "aten::matmul", "aten::linear", "aten::einsum", "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product_attention_math", "aten::to", "aten::_to_copy", "aten::contiguous",
+    "aten::clone", "aten::reshape", "aten::flatten", "aten::softmax", "aten::log_softmax",
+    "aten::dropout", "aten::layer_norm", "aten::group_norm", "aten::rms_norm",
+    "aten::masked_fill", "aten::zeros", "aten::ones", "aten::full", "aten::zeros_like",
+    "aten::ones_like", "aten::full_like", "aten::new_zeros", "aten::zero_", "aten::repeat",
+    "aten::convolution", "aten::_convolution", "aten::conv2d", "aten::batch_norm",
+    "aten::_batch_norm_impl_index", "aten::max_pool2d", "aten::adaptive_avg_pool2d",
+    "aten::gelu_", "aten::type_as", "aten::mT", "aten::square",
+})
+
+
+def is_metadata_op(name: str) -> bool:
+    return name in METADATA_OPS
+
+
+def is_inductor_cpu_kernel(name: str) -> bool:
+    return "cpp_fused" in name or name.startswith("cpp_kernel")
+
+
+def is_cpu_kernel(op: Event) -> bool:
+    """A CPU op that computes: Inductor's C++ kernels, and namespaced ops (aten::, mkldnn::...)
+    that are neither metadata-only nor known composites. Decided by name alone, so the count per
+    call does not flip between steps; an unknown wrapper counts, with its (small) self time."""
+    name = op.name
+    if is_inductor_cpu_kernel(name):
+        return True
+    return "::" in name and name not in METADATA_OPS and name not in COMPOSITE_OPS

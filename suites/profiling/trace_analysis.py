@@ -1,0 +1,158 @@
+"""Per-step metrics from a trace (DESIGN.md section 4).
+
+A step is a `ProfilerStep#N` range (or the whole trace when there is none). On a GPU, device
+activities (kernels, memcpy, memset) belong to the step whose launch call carries the same
+correlation id, not to whatever step their GPU timestamp falls in: the queue runs behind the host.
+On a CPU, the "kernels" are the compute ops (op_kinds.is_cpu_kernel) and device time is their
+self time.
+"""
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from suites.profiling.op_kinds import LAUNCH_APIS, is_cpu_kernel
+from suites.profiling.trace_events import Event, Trace
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+@dataclass
+class StepMetrics:
+    name: str
+    start: float
+    end: float
+    host_us: float  # span of the call's record_function range (or of the step)
+    device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
+    n_kernels: int
+    launch_api_us: float
+    launch_delays_us: list[float]
+    n_cpu_ops: int
+    wall_us: float  # from the step's start to the later of its end and its last device activity
+    kernels: list[Event] = field(default_factory=list)
+    ops: Counter = field(default_factory=Counter)  # cpu op name -> calls inside the call range
+
+    @property
+    def busy_frac(self) -> float:
+        return min(1.0, self.device_us / self.wall_us) if self.wall_us > 0 else float("nan")
+
+    @property
+    def launch_delay_us(self) -> float:
+        return statistics.median(self.launch_delays_us) if self.launch_delays_us else float("nan")
+
+
+@dataclass
+class TraceAnalysis:
+    trace: Trace
+    mode: str  # cuda | cpu
+    steps: list[StepMetrics]
+    unattributed_device: int  # device activities whose launch is in no step
+
+
+def nest_cpu_events(trace: Trace) -> None:
+    """Set each cpu op's self time and each runtime call's enclosing op, per thread."""
+    by_thread: dict = defaultdict(list)
+    for event in trace.cpu_ops:
+        event.self_us = event.dur  # analysing a trace twice must not subtract children twice
+        by_thread[(event.pid, event.tid)].append(event)
+    for event in trace.runtime:
+        by_thread[(event.pid, event.tid)].append(event)
+    for events in by_thread.values():
+        events.sort(key=lambda e: (e.ts, -e.dur))
+        stack: list[Event] = []
+        for event in events:
+            while stack and stack[-1].end <= event.ts:
+                stack.pop()
+            parent = stack[-1] if stack else None
+            if event.cat in ("cuda_runtime", "cuda_driver"):
+                event.op = parent.name if parent else None
+                continue
+            event.op = parent.name if parent else None
+            if parent is not None:
+                parent.self_us -= event.dur
+            stack.append(event)
+
+
+def _window(events: list[Event], starts: list[float], lo: float, hi: float) -> list[Event]:
+    return events[bisect.bisect_left(starts, lo):bisect.bisect_right(starts, hi)]
+
+
+def find_steps(trace: Trace) -> list[Event]:
+    steps = [a for a in trace.annotations if a.name.startswith(STEP_PREFIX)]
+    if steps:
+        return steps
+    everything = trace.cpu_ops + trace.annotations + trace.runtime + trace.device
+    start = min(e.ts for e in everything)
+    end = max(e.end for e in everything)
+    return [Event("whole trace", "", start, end - start, None, None, None, None, None)]
+
+
+def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
+    if label:
+        for annotation in _window(trace.annotations, starts, step.ts, step.end):
+            if annotation.name == label:
+                return annotation
+    return step
+
+
+def analyze(trace: Trace, label: str | None = None) -> TraceAnalysis:
+    """Metrics for every step; `label` names the record_function range around each call."""
+    nest_cpu_events(trace)
+    mode = "cuda" if trace.has_device else "cpu"
+    device_by_corr: dict = defaultdict(list)
+    for activity in trace.device:
+        device_by_corr[activity.corr].append(activity)
+    starts = {name: [e.ts for e in getattr(trace, name)]
+              for name in ("cpu_ops", "annotations", "runtime")}
+    attributed = 0
+    steps = []
+    for step in find_steps(trace):
+        call = _call_range(trace, starts["annotations"], step, label)
+        ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
+        runtime = _window(trace.runtime, starts["runtime"], step.ts, step.end)
+        metrics = _step_metrics(step, call, ops, runtime, device_by_corr, mode)
+        attributed += metrics.n_kernels if mode == "cuda" else 0
+        steps.append(metrics)
+    unattributed = len(trace.device) - attributed if mode == "cuda" else 0
+    return TraceAnalysis(trace, mode, steps, max(0, unattributed))
+
+
+def _union_us(events: list[Event]) -> float:
+    """Time covered by at least one event. Adds durations, not end - start differences, so
+    timestamps of 1e12 us do not round short kernels."""
+    total, covered_until = 0.0, float("-inf")
+    for event in sorted(events, key=lambda e: e.ts):
+        if event.ts >= covered_until:
+            total += event.dur
+        elif event.end > covered_until:
+            total += event.end - covered_until
+        covered_until = max(covered_until, event.end)
+    return total
+
+
+def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics:
+    launches = [r for r in runtime if r.name in LAUNCH_APIS]
+    delays: list[float] = []
+    if mode == "cuda":
+        kernels = []
+        for launch in runtime:
+            for activity in device_by_corr.get(launch.corr, ()):
+                kernels.append(activity)
+                if launch.name in LAUNCH_APIS:
+                    delays.append(max(0.0, activity.ts - launch.end))
+        kernels.sort(key=lambda e: e.ts)
+        device_us = _union_us(kernels)
+        last_end = max([step.end] + [k.end for k in kernels])
+        first_start = min([step.ts] + [k.ts for k in kernels])
+    else:
+        kernels = [op for op in ops if is_cpu_kernel(op)]
+        device_us = sum(max(0.0, k.self_us) for k in kernels)
+        first_start, last_end = step.ts, step.end
+    return StepMetrics(
+        name=step.name, start=step.ts, end=step.end, host_us=call.dur, device_us=device_us,
+        n_kernels=len(kernels), launch_api_us=sum(r.dur for r in launches),
+        launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=last_end - first_start,
+        kernels=kernels, ops=Counter(op.name for op in ops),
+    )

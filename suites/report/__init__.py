@@ -1,0 +1,1 @@
+"""Reporting: the console summary, plots, and the self-contained HTML report."""

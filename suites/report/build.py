@@ -1,0 +1,75 @@
+"""Assemble a run's report: plots in plots/, then report.html from the tables and findings."""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from kernels import registry
+from suites.catalog import get_suite
+
+from suites.report import html_page as hp
+from suites.report.conventions import CONVENTIONS
+from suites.report.narrative import case_lines, headline
+from suites.report.plots import write_plots
+
+RESULT_COLUMNS = {
+    "case_id": "case", "variant": "variant", "median_us": "median us", "p10_us": "p10",
+    "p90_us": "p90", "speedup": "speedup", "host_us": "host us", "device_us": "device us",
+    "exposed_overhead_us": "exposed overhead us", "n_kernels": "kernels", "launch_api_us": "launch us",
+    "tflops": "TFLOP/s", "gbps": "GB/s", "pct_peak": "% roofline", "first_call_ms": "1st call ms",
+    "scaled_err": "error", "trace": "trace",
+}
+NOT_RUN_COLUMNS = {"case_id": "case", "variant": "variant", "status": "status", "reason": "reason"}
+FINDING_COLUMNS = {"case_id": "case", "variant": "variant", "code": "code", "severity": "severity",
+                   "statement": "statement", "evidence": "evidence"}
+
+
+def _meta(env: dict) -> str:
+    device = env.get("gpu") or env.get("cpu", "")
+    peaks = env.get("peaks")
+    peak_text = ""
+    if peaks:
+        flops = ", ".join(f"{d} {v:.3g} TFLOP/s" for d, v in peaks["matmul_tflops"].items())
+        peak_text = f" Measured peaks: {flops}; copy {peaks['copy_gbps']:.3g} GB/s."
+    return html.escape(
+        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} threads; "
+        f"torch {env.get('torch')}, triton {env.get('triton')}, commit {env.get('fusebench_commit')}; "
+        f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
+
+
+def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> str:
+    parts = [hp.bullet_list(headline(frame, baseline))]
+    for case_id, lines in case_lines(frame, findings, baseline):
+        parts.append(f"<h3>{html.escape(case_id)}</h3>{hp.bullet_list(lines)}")
+    return "".join(parts)
+
+
+def write_report(run_dir: Path) -> Path:
+    """Plots and report.html from a run folder's files, so a report can be rebuilt at any time:
+    python -m suites.report <run folder>."""
+    run_dir = Path(run_dir)
+    frame = pd.read_csv(run_dir / "measurements.csv")
+    findings = pd.read_csv(run_dir / "findings.csv")
+    env = json.loads((run_dir / "env.json").read_text())
+    suite = get_suite(env["suite"])
+    op = registry.get_op(suite.op)
+    plots = write_plots(frame, suite.size_axis, list(op.params), op.baseline, run_dir / "plots")
+    ok, not_run = frame[frame["status"] == "ok"], frame[frame["status"] != "ok"]
+    sections = [
+        ("What the profile says", _findings_section(frame, findings, op.baseline)),
+        ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
+        ("Results (status ok)", hp.table(ok, RESULT_COLUMNS, links={"trace": "Perfetto trace"})),
+        ("Not run: skipped, failed or incorrect", hp.table(not_run, NOT_RUN_COLUMNS,
+                                                           left=("case_id", "variant", "reason"))
+         if len(not_run) else "<p>Every variant ran on every case.</p>"),
+        ("All findings", hp.table(findings, FINDING_COLUMNS,
+                                  left=("case_id", "variant", "code", "statement", "evidence"))),
+        ("How to read this report", CONVENTIONS),
+    ]
+    title = f"fusebench: {suite.name} on {env.get('device')}"
+    path = run_dir / "report.html"
+    path.write_text(hp.page(title, sections, _meta(env)), encoding="utf-8")
+    return path

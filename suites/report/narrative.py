@@ -1,0 +1,68 @@
+"""The report's findings in plain words: per dtype and size, what bounds the baseline, what the
+other variants changed (fusion, kernels per call) and which one was fastest."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+BOUND_CODES = ("overhead_bound", "compute_bound", "memory_bound")
+CHANGE_CODES = ("dispatcher_fusion", "no_dispatcher_fusion", "kernels_fell", "kernels_rose",
+                "hidden_copy")
+
+
+def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str | None:
+    hits = findings[(findings["case_id"] == case_id) & (findings["variant"] == variant)
+                    & findings["code"].isin(codes)]
+    return hits["statement"].iloc[0] if len(hits) else None
+
+
+def _fastest(rows: pd.DataFrame) -> str:
+    ok = rows[(rows["status"] == "ok") & rows["median_us"].notna()]
+    if ok.empty:
+        return "no variant ran"
+    best = ok.loc[ok["median_us"].idxmin()]
+    return f"fastest: {best['variant']} at {best['median_us']:.4g} us ({best['speedup']:.2f}x the baseline)"
+
+
+def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> list[tuple[str, list[str]]]:
+    """[(case heading, [sentences])] in sweep order."""
+    out = []
+    for case_id, rows in frame.groupby("case_id", sort=False):
+        lines = []
+        bound = _statement(findings, case_id, baseline, BOUND_CODES)
+        lines.append(f"{baseline}: {bound}" if bound else f"{baseline}: not profiled")
+        for variant in rows["variant"]:
+            if variant == baseline:
+                continue
+            changes = [s for code in CHANGE_CODES
+                       if (s := _statement(findings, case_id, variant, (code,)))]
+            if changes:
+                lines.append(f"{variant}: " + "; ".join(changes))
+        lines.append(_fastest(rows))
+        out.append((case_id, lines))
+    return out
+
+
+def headline(frame: pd.DataFrame, baseline: str) -> list[str]:
+    """A few sentences over the whole sweep: the best speedup per variant and where it happened."""
+    lines = []
+    ok = frame[(frame["status"] == "ok") & (frame["variant"] != baseline)]
+    for variant, rows in ok.groupby("variant", sort=False):
+        rows = rows[rows["speedup"].notna()]
+        if rows.empty:
+            continue
+        best, worst = rows.loc[rows["speedup"].idxmax()], rows.loc[rows["speedup"].idxmin()]
+        lines.append(f"{variant}: from {worst['speedup']:.2f}x ({worst['case_id']}) to "
+                     f"{best['speedup']:.2f}x ({best['case_id']}) against {baseline}")
+    counts = frame["status"].value_counts()
+    lines.append("rows: " + ", ".join(f"{n} {status}" for status, n in counts.items()))
+    return lines
+
+
+def fmt(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)

@@ -1,0 +1,179 @@
+"""The typed run spec: the composed config checked once and frozen, so nothing below
+run_suite.py sees a DictConfig, and every bad value fails here, before any work starts."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import torch
+
+from kernels import registry
+from kernels.base import DTYPES, Case
+from suites.catalog import SuiteDef, get_suite, positive_int
+from suites.errors import ConfigError
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class TimingSpec:
+    preset: str
+    budget_s: float  # keep sampling until this much time is spent...
+    min_samples: int  # ...and at least this many samples are taken
+    max_samples: int
+    warmup_calls: int
+    compile_warmup_calls: int  # compile variants settle after a few calls (guards, autotune)
+    l2_flush: bool  # CUDA: flush L2 between calls, so each call starts cold
+    threads: int  # CPU threads, set explicitly (torch.utils.benchmark defaults to 1)
+
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    enabled: bool
+    wait: int
+    warmup: int
+    active: int
+    record_shapes: bool
+    row_limit: int  # rows of the key_averages table
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    name: str
+    op: str
+    size_axis: str
+    shapes: tuple[tuple[tuple[str, int], ...], ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]  # the baseline first
+    baseline: str
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    suite: SuiteSpec
+    device: str
+    timing: TimingSpec
+    profile: ProfileSpec
+    seed: int
+    calibrate: bool
+    progress: bool
+    out_dir: Path
+
+    def cases(self) -> list[Case]:
+        return [Case(self.suite.op, shape, dtype, self.device, self.seed)
+                for dtype in self.suite.dtypes for shape in self.suite.shapes]
+
+
+def resolve_device(value) -> str:
+    if value not in DEVICES:
+        raise ConfigError(f"device: {value!r} is not a device; accepted: {', '.join(DEVICES)}")
+    has_cuda = torch.cuda.is_available()
+    if value == "cuda" and not has_cuda:
+        raise ConfigError("device=cuda: no CUDA GPU is available on this machine "
+                          "(torch.cuda.is_available() is False); accepted here: auto, cpu")
+    if value == "auto":
+        return "cuda" if has_cuda else "cpu"
+    return value
+
+
+def _require(section: Mapping, key: str, where: str):
+    if key not in section:
+        raise ConfigError(f"{where}.{key}: missing")
+    return section[key]
+
+
+def _device_default(suite_cfg: Mapping, key: str, device: str):
+    """`auto` in a suite config means: the value from `grids.<device>` in the same YAML."""
+    value = _require(suite_cfg, key, "suite")
+    if value != "auto":
+        return value
+    grid = suite_cfg.get("grids", {}).get(device, {})
+    if key not in grid:
+        raise ConfigError(f"suite.{key}: is `auto` but suite.grids.{device}.{key} is not set")
+    return grid[key]
+
+
+def _dtypes(value) -> tuple[str, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for dtype in values:
+        if dtype not in DTYPES:
+            raise ConfigError(f"suite.dtypes: unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
+    if not values:
+        raise ConfigError("suite.dtypes: empty list; accepted: " + ", ".join(DTYPES))
+    return tuple(dict.fromkeys(values))
+
+
+def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
+    known = registry.variant_names(op)
+    values = known if value == "all" else (value if isinstance(value, (list, tuple)) else [value])
+    for name in values:
+        if name not in known:
+            raise ConfigError(f"suite.variants: unknown variant {name!r} for {op}; "
+                              f"accepted: {', '.join(known)} (or all)")
+    if not values:
+        raise ConfigError(f"suite.variants: empty list; accepted: {', '.join(known)}")
+    baseline = registry.get_op(op).baseline
+    # Every row's speedup is against the baseline, so the baseline always runs, and first.
+    ordered = [baseline] + [v for v in dict.fromkeys(values) if v != baseline]
+    return tuple(ordered), baseline
+
+
+def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
+    suite: SuiteDef = get_suite(_require(suite_cfg, "name", "suite"))
+    shapes = suite.expand(_device_default(suite_cfg, suite.shape_key, device))
+    variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), suite.op)
+    return SuiteSpec(
+        name=suite.name, op=suite.op, size_axis=suite.size_axis,
+        shapes=tuple(tuple(s.items()) for s in shapes),
+        dtypes=_dtypes(_device_default(suite_cfg, "dtypes", device)),
+        variants=variants, baseline=baseline,
+    )
+
+
+def timing_spec(cfg: Mapping) -> TimingSpec:
+    threads = cfg.get("threads", "auto")
+    threads = torch.get_num_threads() if threads == "auto" else positive_int(threads, "timing.threads")
+    budget = cfg.get("budget_s")
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
+        raise ConfigError(f"timing.budget_s: {budget!r} is not a positive number of seconds")
+    spec = TimingSpec(
+        preset=str(cfg.get("preset", "custom")), budget_s=float(budget),
+        min_samples=positive_int(cfg.get("min_samples"), "timing.min_samples"),
+        max_samples=positive_int(cfg.get("max_samples"), "timing.max_samples"),
+        warmup_calls=positive_int(cfg.get("warmup_calls"), "timing.warmup_calls"),
+        compile_warmup_calls=positive_int(cfg.get("compile_warmup_calls"), "timing.compile_warmup_calls"),
+        l2_flush=bool(cfg.get("l2_flush", True)), threads=threads,
+    )
+    if spec.max_samples < spec.min_samples:
+        raise ConfigError(f"timing.max_samples: {spec.max_samples} is below timing.min_samples "
+                          f"({spec.min_samples})")
+    return spec
+
+
+def profile_spec(cfg: Mapping) -> ProfileSpec:
+    return ProfileSpec(
+        enabled=bool(cfg.get("enabled", True)),
+        wait=int(cfg.get("wait", 1)), warmup=int(cfg.get("warmup", 1)),
+        active=positive_int(cfg.get("active", 3), "profile.active"),
+        record_shapes=bool(cfg.get("record_shapes", True)),
+        row_limit=positive_int(cfg.get("row_limit", 25), "profile.row_limit"),
+    )
+
+
+def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
+    """`cfg` is the composed config as plain dicts and lists (OmegaConf.to_container)."""
+    device = resolve_device(cfg.get("device", "auto"))
+    seed = cfg.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed: {seed!r} is not a non-negative integer")
+    return RunSpec(
+        suite=suite_spec(_require(cfg, "suite", "config"), device),
+        device=device,
+        timing=timing_spec(_require(cfg, "timing", "config")),
+        profile=profile_spec(_require(cfg, "profile", "config")),
+        seed=seed,
+        calibrate=bool(cfg.get("calibrate", True)),
+        progress=bool(cfg.get("progress", True)),
+        out_dir=Path(out_dir),
+    )

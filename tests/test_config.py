@@ -1,0 +1,108 @@
+"""Config composition with Hydra's Compose API: every documented override, every suite YAML, and
+bad input failing with one line that names the key and the accepted values."""
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from suites.catalog import SUITE_NAMES
+from suites.cli_checks import check_group_choices
+from suites.errors import ConfigError
+from suites.spec import build_run_spec
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def composed(*overrides, hydra=False):
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def spec_of(*overrides, out_dir="/tmp/unused"):
+    return build_run_spec(OmegaConf.to_container(composed(*overrides), resolve=True), Path(out_dir))
+
+
+def test_every_suite_yaml_composes_into_a_spec():
+    assert sorted(p.stem for p in (CONF / "suite").glob("*.yaml")) == sorted(SUITE_NAMES)
+    for name in SUITE_NAMES:
+        spec = spec_of(f"suite={name}", "device=cpu")
+        assert spec.suite.name == name and spec.cases()
+
+
+def test_default_cpu_grid():
+    spec = spec_of("device=cpu")
+    assert spec.suite.name == "matmul_add"
+    assert [dict(s)["M"] for s in spec.suite.shapes] == [64, 128, 256, 512, 1024, 2048]
+    assert spec.suite.dtypes == ("float32", "bfloat16")
+    assert spec.suite.variants == ("eager", "addmm", "compile", "triton")
+
+
+def test_cuda_grid_goes_to_8192_with_float16():
+    cfg = OmegaConf.to_container(composed(), resolve=True)
+    grid = cfg["suite"]["grids"]["cuda"]
+    assert max(grid["sizes"]) == 8192 and "float16" in grid["dtypes"]
+
+
+def test_documented_overrides_compose():
+    spec = spec_of("suite.sizes=[64,256,1024]", "suite.dtypes=[float32,bfloat16]",
+                   "suite.variants=[eager,compile]", "device=cpu", "timing=quick")
+    assert [dict(s) for s in spec.suite.shapes] == [
+        {"M": n, "N": n, "K": n} for n in (64, 256, 1024)]
+    assert spec.suite.dtypes == ("float32", "bfloat16")
+    assert spec.suite.variants == ("eager", "compile")
+    assert spec.timing.preset == "quick" and spec.timing.budget_s < 0.1
+    assert [c.id for c in spec.cases()][:2] == ["M64-N64-K64-fp32", "M256-N256-K256-fp32"]
+
+
+def test_baseline_is_added_and_put_first():
+    assert spec_of("suite.variants=[compile]", "device=cpu").suite.variants == ("eager", "compile")
+
+
+def test_hydra_run_dir_override():
+    cfg = composed("hydra.run.dir=/tmp/somewhere", hydra=True)
+    assert cfg.hydra.run.dir == "/tmp/somewhere"
+    assert cfg.hydra.job.chdir is False
+
+
+def test_device_auto_and_cpu():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert spec_of().device == expected
+    assert spec_of("device=cpu").device == "cpu"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_device_cuda_without_gpu_is_a_clear_error():
+    with pytest.raises(ConfigError, match=r"device=cuda: .*accepted here: auto, cpu"):
+        spec_of("device=cuda")
+
+
+@pytest.mark.parametrize("override, message", [
+    ("suite.dtypes=[float8]", r"suite.dtypes: unknown dtype 'float8'; accepted: float32, bfloat16, float16"),
+    ("suite.variants=[eager,fast]", r"suite.variants: unknown variant 'fast' for matmul_add; accepted: eager, addmm"),
+    ("suite.sizes=[64,0]", r"suite.sizes: 0 is not a positive integer"),
+    ("suite.sizes=[-8]", r"suite.sizes: -8 is not a positive integer"),
+    ("suite.sizes=[64,abc]", r"suite.sizes: 'abc' is not a positive integer"),
+    ("suite.sizes=[1.5]", r"suite.sizes: 1.5 is not a positive integer"),
+    ("suite.sizes=[]", r"suite.sizes: expected a non-empty list"),
+    ("device=tpu", r"device: 'tpu' is not a device; accepted: auto, cpu, cuda"),
+    ("timing.budget_s=0", r"timing.budget_s: 0 is not a positive number"),
+])
+def test_bad_values_name_the_key_and_the_accepted_values(override, message):
+    with pytest.raises(ConfigError, match=message):
+        spec_of(override)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["suite=foo"], r"suite=foo: unknown suite; accepted: .*matmul_add"),
+    (["-m", "suite=matmul_add,bar"], r"suite=bar: unknown suite"),
+    (["timing=slow"], r"timing=slow: unknown timing; accepted: default, quick"),
+])
+def test_unknown_group_choices_fail_before_hydra(argv, message):
+    with pytest.raises(ConfigError, match=message):
+        check_group_choices(argv, CONF)
+
+
+def test_known_group_choices_pass():
+    check_group_choices(["suite=matmul_add", "timing=quick", "device=cpu", "-m"], CONF)

@@ -1,0 +1,122 @@
+"""run_suite.py as a user runs it, on a tiny grid, into a temporary folder."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ["measurements.csv", "kernels.csv", "samples.csv", "findings.csv", "env.json",
+         "report.html", ".hydra/config.yaml", ".hydra/overrides.yaml"]
+PLOTS = ["time_vs_size.png", "speedup.png", "breakdown.png", "kernels_per_call.png"]
+
+
+def run_suite(*args, cwd=ROOT):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)  # a user's run: Triton rows are skipped on a CPU
+    return subprocess.run([sys.executable, str(ROOT / "run_suite.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "matmul_add"
+    result = run_suite("suite=matmul_add", "suite.sizes=[16,40]", "suite.dtypes=[float32]",
+                       "device=cpu", "timing=quick", f"hydra.run.dir={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, result
+
+
+def test_every_file_is_written(tiny_run):
+    out, result = tiny_run
+    for name in FILES:
+        assert (out / name).is_file(), name
+    for name in PLOTS:
+        assert (out / "plots" / name).stat().st_size > 10_000, name
+    assert f"run folder: {out}" in result.stdout
+    assert "M40-N40-K40-fp32" in result.stdout  # the summary table
+
+
+def test_every_case_and_variant_is_a_row(tiny_run):
+    out, _ = tiny_run
+    frame = pd.read_csv(out / "measurements.csv")
+    assert len(frame) == 2 * 4
+    assert set(frame["variant"]) == {"eager", "addmm", "compile", "triton"}
+    ran = frame[frame["variant"] != "triton"]
+    assert (ran["status"] == "ok").all(), ran[["variant", "status", "reason"]]
+    skipped = frame[frame["variant"] == "triton"]
+    assert (skipped["status"] == "skipped").all()
+    assert skipped["reason"].str.contains("CUDA GPU").all()
+    for column in ["median_us", "p10_us", "p90_us", "min_us", "host_us", "device_us", "n_kernels",
+                   "n_cpu_ops", "tflops", "gbps", "pct_peak", "speedup", "max_abs_err",
+                   "first_call_ms", "threads"]:
+        assert ran[column].notna().all(), column
+    assert (ran.loc[ran["variant"] == "eager", "speedup"] == 1.0).all()
+    assert ran.loc[ran["variant"] == "compile", "compile_ms"].notna().all()
+    assert list(frame.columns[:10]) == ["suite", "op", "case_id", "variant", "family", "dtype",
+                                        "device", "M", "N", "K"]
+
+
+def test_traces_tables_kernels_and_samples_match_the_rows(tiny_run):
+    out, _ = tiny_run
+    frame = pd.read_csv(out / "measurements.csv")
+    ran = frame[frame["status"] == "ok"]
+    for _, row in ran.iterrows():
+        with gzip.open(out / row["trace"], "rt") as f:
+            assert any(e.get("name") == row["variant"] for e in json.load(f)["traceEvents"])
+        assert (out / row["table"]).read_text().startswith(row["variant"])
+    kernels = pd.read_csv(out / "kernels.csv")
+    eager = kernels[(kernels["variant"] == "eager") & (kernels["case_id"] == "M40-N40-K40-fp32")]
+    assert set(eager["kernel"]) == {"aten::mm", "aten::add"}
+    samples = pd.read_csv(out / "samples.csv")
+    counts = samples.groupby(["case_id", "variant"]).size()
+    for _, row in ran.iterrows():
+        assert counts[(row["case_id"], row["variant"])] == row["n_samples"]
+
+
+def test_env_has_measured_peaks(tiny_run):
+    env = json.loads((tiny_run[0] / "env.json").read_text())
+    assert env["device"] == "cpu" and env["threads"] >= 1
+    assert env["peaks"]["matmul_tflops"]["float32"] > 0 and env["peaks"]["copy_gbps"] > 0
+
+
+def test_report_states_bound_and_fusion_per_size(tiny_run):
+    out, _ = tiny_run
+    html = (out / "report.html").read_text()
+    for case_id in ("M16-N16-K16-fp32", "M40-N40-K40-fp32"):
+        assert case_id in html
+    assert "-bound" in html
+    assert "aten::addmm replaced aten::mm + aten::add" in html
+    assert "data:image/png;base64," in html and "http" not in html.split("<h2>How to read")[0]
+    findings = pd.read_csv(out / "findings.csv")
+    bounds = findings[findings["code"].str.endswith("_bound") & (findings["variant"] == "eager")]
+    assert len(bounds) == 2
+
+
+def test_multirun_over_dtypes(tmp_path):
+    result = run_suite("-m", "suite.dtypes=[float32],[bfloat16]", "suite.sizes=[16]",
+                       "suite.variants=[eager]", "device=cpu", "timing=quick", "calibrate=false",
+                       f"hydra.sweep.dir={tmp_path}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and p.name[0].isdigit())
+    assert [p.name for p in jobs] == ["0_matmul_add", "1_matmul_add"]
+    dtypes = [pd.read_csv(p / "measurements.csv")["dtype"].tolist() for p in jobs]
+    assert dtypes == [["float32"], ["bfloat16"]]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["suite=nope"], "suite=nope: unknown suite; accepted: "),
+    (["suite.sizes=[0]"], "suite.sizes: 0 is not a positive integer"),
+    (["suite.variants=[eager,nope]"], "suite.variants: unknown variant 'nope'"),
+])
+def test_bad_input_is_one_line_and_leaves_no_run_folder(tmp_path, args, message):
+    out = tmp_path / "never"
+    result = run_suite(*args, "device=cpu", f"hydra.run.dir={out}")
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [f"fusebench: error: {lines[0].split('error: ', 1)[1]}"] and message in lines[0]
+    assert not out.exists()

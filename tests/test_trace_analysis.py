@@ -1,0 +1,152 @@
+"""Trace analysis on real A100 traces (tests/fixtures/gpu_traces) and on synthetic events."""
+import gzip
+import json
+
+import pytest
+
+from suites.profiling.call_profile import CallProfile
+from suites.profiling.op_kinds import LAUNCH_APIS
+from suites.profiling.trace_analysis import analyze
+from suites.profiling.trace_events import TraceFormatError, read_trace
+from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, load, write
+
+
+def test_triton_fixture_one_kernel_by_correlation():
+    analysis = analyze(read_trace(TRITON_TRACE))
+    assert analysis.mode == "cuda"
+    [step] = analysis.steps
+    assert step.name == "ProfilerStep#1"
+    [kernel] = step.kernels
+    assert kernel.name == "triton_poi_fused_add_cos_sin_0"
+    assert kernel.corr == 35
+    assert step.device_us == pytest.approx(1.76)
+    assert step.launch_api_us == pytest.approx(47.768)  # one cuLaunchKernel (driver API)
+    assert step.launch_delays_us == [0.0]  # the kernel starts before the launch call returns
+    assert analysis.unattributed_device == 0
+
+
+def test_triton_fixture_launch_is_inside_the_compiled_region():
+    trace = read_trace(TRITON_TRACE)
+    analyze(trace)
+    [launch] = [r for r in trace.runtime if r.name == "cuLaunchKernel"]
+    assert launch.ts == pytest.approx(2413669097399.166)
+    assert launch.op == "triton_poi_fused_add_cos_sin_0"  # Inductor's launcher range
+    assert any(op.name == "Torch-Compiled Region: 0/0" for op in trace.cpu_ops)
+
+
+def test_alexnet_fixture_counts_every_device_activity():
+    analysis = analyze(read_trace(ALEXNET_TRACE))
+    [step] = analysis.steps  # no ProfilerStep annotations: the whole trace is one step
+    assert step.name == "whole trace"
+    kinds = {}
+    for k in step.kernels:
+        kinds[k.cat] = kinds.get(k.cat, 0) + 1
+    assert kinds == {"kernel": 79, "gpu_memcpy": 16, "gpu_memset": 3}
+    assert step.n_kernels == 98
+    assert sum(k.dur for k in step.kernels if k.cat == "kernel") == pytest.approx(10728)
+    rows = CallProfile(analysis).kernel_rows()
+    assert sum(r["calls_per_call"] for r in rows if r["kind"] == "kernel") == 79
+    assert {r["kind"] for r in rows} == {"kernel", "memcpy", "memset"}
+
+
+@pytest.mark.parametrize("api", ["cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                                 "cuLaunchKernelEx"])
+def test_every_launch_api_is_a_launch(api, tmp_path):
+    doc = load(TRITON_TRACE)
+    for e in doc["traceEvents"]:
+        if e.get("name") == "cuLaunchKernel":
+            e["name"] = api
+            e["cat"] = "cuda_driver" if api.startswith("cu") and not api.startswith("cuda") else "cuda_runtime"
+    analysis = analyze(read_trace(write(doc, tmp_path / "t.json.gz")))
+    [step] = analysis.steps
+    assert step.n_kernels == 1 and step.launch_api_us == pytest.approx(47.768)
+    assert api in LAUNCH_APIS
+
+
+def test_alexnet_with_driver_launches_gives_the_same_counts(tmp_path):
+    doc = load(ALEXNET_TRACE)
+    for e in doc["traceEvents"]:
+        if e.get("name") == "cudaLaunchKernel":
+            e["name"], e["cat"] = "cuLaunchKernelEx", "cuda_driver"
+    [step] = analyze(read_trace(write(doc, tmp_path / "a.json"))).steps
+    assert step.n_kernels == 98
+
+
+def test_kernels_belong_to_the_step_that_launched_them(tmp_path):
+    # The second step's kernel runs after the first step ends on the host: correlation, not the
+    # GPU timestamp, decides.
+    events = gpu_step(1, 0.0, kernels=(("a", 5.0),), corr_base=10)
+    late = gpu_step(2, 100.0, kernels=(("b", 50.0),), corr_base=20)
+    for e in late:
+        if e["cat"] == "kernel":
+            e["ts"] = 95.0  # queued behind step 1 on the GPU clock, launched in step 2
+    analysis = analyze(read_trace(write({"traceEvents": events + late}, tmp_path / "t.json")),
+                       label="call")
+    assert [s.n_kernels for s in analysis.steps] == [1, 1]
+    assert [k.name for k in analysis.steps[1].kernels] == ["b"]
+    assert analysis.steps[0].host_us == 40.0
+
+
+def test_device_time_is_the_union_of_overlapping_activities(tmp_path):
+    events = gpu_step(1, 0.0, kernels=(("a", 10.0), ("b", 10.0)))
+    kernels = [e for e in events if e["cat"] == "kernel"]
+    kernels[1]["ts"] = kernels[0]["ts"] + 5  # two streams overlap by 5 us
+    [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
+    assert step.device_us == pytest.approx(15.0)
+
+
+def test_cpu_trace_counts_compute_ops_not_metadata(tmp_path):
+    events = [event("ProfilerStep#0", "user_annotation", 0, 100),
+              event("eager", "user_annotation", 1, 90),
+              event("aten::matmul", "cpu_op", 2, 50), event("aten::mm", "cpu_op", 4, 45),
+              event("aten::resolve_conj", "cpu_op", 5, 1), event("aten::t", "cpu_op", 60, 2),
+              event("aten::add", "cpu_op", 70, 10)]
+    analysis = analyze(read_trace(write({"traceEvents": events}, tmp_path / "c.json")), label="eager")
+    [step] = analysis.steps
+    assert analysis.mode == "cpu"
+    assert [k.name for k in step.kernels] == ["aten::mm", "aten::add"]
+    assert step.device_us == pytest.approx(44 + 10)  # mm's self time excludes resolve_conj
+    assert step.host_us == 90 and step.n_cpu_ops == 5
+
+
+def test_reader_accepts_bare_arrays_and_trailing_commas(tmp_path):
+    path = tmp_path / "bare.json"
+    path.write_text("[" + json.dumps(event("aten::add", "cpu_op", 0, 3)) + ",\n]")
+    trace = read_trace(path)
+    assert [op.name for op in trace.cpu_ops] == ["aten::add"]
+
+
+def test_reader_keeps_top_level_metadata_in_any_order(tmp_path):
+    doc = load(TRITON_TRACE)
+    reordered = {"traceEvents": doc["traceEvents"], "deviceProperties": doc["deviceProperties"]}
+    trace = read_trace(write(reordered, tmp_path / "r.json"))
+    assert trace.meta["deviceProperties"][0]["name"].startswith("NVIDIA A100")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "expected one of"),
+    ("{\"traceEvents\": [ {\"ph\": \"X\", ", "invalid JSON"),
+    ("{\"foo\": 1}", "no traceEvents"),
+    ("hello", "expected one of"),
+])
+def test_malformed_traces_raise_a_clear_error(tmp_path, text, message):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(TraceFormatError, match=message):
+        read_trace(path)
+
+
+def test_truncated_gzip_is_a_format_error(tmp_path):
+    data = TRITON_TRACE.read_bytes()
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceFormatError):
+        read_trace(path)
+
+
+def test_large_events_span_buffer_refills(tmp_path):
+    # An event bigger than the reader's 1 MiB window must still decode.
+    big = event("aten::add", "cpu_op", 0, 3, note="x" * (3 << 20))
+    path = write({"traceEvents": [big, event("aten::mul", "cpu_op", 5, 1)]}, tmp_path / "b.json.gz")
+    assert [op.name for op in read_trace(path).cpu_ops] == ["aten::add", "aten::mul"]
+    assert gzip.open(path).read(1) == b"{"

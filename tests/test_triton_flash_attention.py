@@ -1,0 +1,102 @@
+"""Flash-attention Triton kernel vs explicit float64 attention (CPU: Triton interpreter)."""
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from kernels.triton.flash_attention import flash_attention  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+RTOL = {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+
+
+def _reference(q, k, v, causal, sm_scale=None):
+    """softmax(q k^T * scale + mask) v in float64, materializing the (S, S) scores."""
+    q, k, v = (t.cpu().double() for t in (q, k, v))
+    S, D = q.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
+    scores = q @ k.transpose(-1, -2) * scale  # (B, H, S, S)
+    if causal:
+        above = torch.ones(S, S, dtype=torch.bool).triu(1)  # key j > query i
+        scores = scores.masked_fill(above, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def _inputs(shape, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    # Scaled up a little so the softmax is peaked rather than near-uniform.
+    return [(1.5 * torch.randn(shape, generator=gen)).to(DEVICE, dtype) for _ in range(3)]
+
+
+def _assert_close(out, ref, dtype):
+    err = (out.cpu().double() - ref).abs().max().item()
+    scale = ref.abs().max().item()
+    assert err <= RTOL[dtype] * scale, f"max err {err:.3e} > {RTOL[dtype]:.0e} * {scale:.3e}"
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("S, D", [(37, 16), (70, 16), (70, 40), (64, 64), (33, 128)])
+def test_flash_attention_matches_reference(S, D, dtype, causal):
+    q, k, v = _inputs((1, 2, S, D), dtype, seed=S * 1000 + D)
+    out = flash_attention(q, k, v, causal=causal)
+    assert out.shape == q.shape and out.dtype == dtype
+    _assert_close(out, _reference(q, k, v, causal), dtype)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("S, D", [(37, 32), (70, 40)])
+def test_flash_attention_bf16(S, D, causal):
+    q, k, v = _inputs((1, 2, S, D), torch.bfloat16, seed=S + D)
+    out = flash_attention(q, k, v, causal=causal)
+    assert out.dtype == torch.bfloat16
+    _assert_close(out, _reference(q, k, v, causal), torch.bfloat16)
+
+
+def test_flash_attention_batches_heads_and_scale():
+    # B and H > 1 catch (batch, head) offset mistakes; a custom scale is honoured.
+    q, k, v = _inputs((2, 3, 45, 32), torch.float32, seed=7)
+    out = flash_attention(q, k, v, causal=True, sm_scale=0.3)
+    _assert_close(out, _reference(q, k, v, True, sm_scale=0.3), torch.float32)
+
+
+def test_flash_attention_non_contiguous_layout():
+    # (B, S, H, D) memory viewed as (B, H, S, D): the kernel takes strides, no copy.
+    q, k, v = (t.transpose(1, 2) for t in _inputs((1, 50, 2, 24), torch.float16, seed=8))
+    assert not q.is_contiguous()
+    _assert_close(flash_attention(q, k, v, causal=False), _reference(q, k, v, False), torch.float16)
+
+
+@pytest.mark.parametrize("S", [1, 16])
+def test_flash_attention_tiny_sequences(S):
+    q, k, v = _inputs((1, 1, S, 16), torch.float32, seed=9 + S)
+    _assert_close(flash_attention(q, k, v, causal=True), _reference(q, k, v, True), torch.float32)
+
+
+@pytest.mark.parametrize("shapes, dtypes, kwargs, match", [
+    ([(2, 16, 16)] * 3, [torch.float32] * 3, {}, "q must be 4-D"),
+    ([(1, 2, 16, 16), (1, 2, 20, 16), (1, 2, 16, 16)], [torch.float32] * 3, {}, "same shape"),
+    ([(1, 2, 16, 16)] * 3, [torch.int32] * 3, {}, "q has dtype torch.int32"),
+    ([(1, 2, 16, 16)] * 3, [torch.float16, torch.float32, torch.float16], {}, "share a dtype"),
+    ([(1, 2, 16, 160)] * 3, [torch.float32] * 3, {}, "head dim D=160 is not supported"),
+    ([(1, 2, 16, 16)] * 3, [torch.float32] * 3, {"sm_scale": -1.0}, "sm_scale must be"),
+])
+def test_flash_attention_rejects_bad_input(shapes, dtypes, kwargs, match):
+    q, k, v = (torch.ones(s, device=DEVICE).to(d) for s, d in zip(shapes, dtypes))
+    with pytest.raises(ValueError, match=match):
+        flash_attention(q, k, v, **kwargs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_flash_attention_target_shape_matches_sdpa(dtype):
+    # The benchmark shape (B=8, H=16, S=1024, D=64); exercises the autotuned CUDA configs.
+    gen = torch.Generator(device="cuda").manual_seed(10)
+    q, k, v = (torch.randn(8, 16, 1024, 64, device="cuda", generator=gen).to(dtype) for _ in range(3))
+    out = flash_attention(q, k, v, causal=True)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), is_causal=True)
+    err = (out.double() - ref).abs().max().item()
+    assert err <= RTOL[dtype] * ref.abs().max().item()
