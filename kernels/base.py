@@ -87,6 +87,11 @@ class Op:
         """Bytes the unfused eager form moves (intermediates written and read back), if modelled."""
         return None
 
+    def bytes_moved(self, case: Case, variant: str) -> float | None:
+        """Bytes this variant's form moves, intermediates included, if modelled. By default only
+        the baseline (the unfused form) is; ops whose variants fuse differently say more."""
+        return self.bytes_unfused(case) if variant == self.baseline else None
+
 
 def always_supported(case: Case) -> str | None:
     return None

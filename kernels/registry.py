@@ -8,7 +8,8 @@ import importlib
 from kernels.base import Op, Variant
 
 # Block modules in ladder order; importing one registers its op and variants.
-BLOCK_MODULES = ("kernels.matmul_add",)
+BLOCK_MODULES = ("kernels.matmul_add", "kernels.linear", "kernels.mlp", "kernels.attention",
+                 "kernels.block")
 
 _OPS: dict[str, Op] = {}
 _VARIANTS: dict[tuple[str, str], Variant] = {}
@@ -48,14 +49,16 @@ def load_all() -> None:
 
 
 def op_names() -> list[str]:
+    """In ladder order (BLOCK_MODULES), whichever block module happened to be imported first."""
     load_all()
-    return list(_OPS)
+    rank = {module.rsplit(".", 1)[1]: i for i, module in enumerate(BLOCK_MODULES)}
+    return sorted(_OPS, key=lambda name: rank.get(name, len(rank)))
 
 
 def get_op(name: str) -> Op:
     load_all()
     if name not in _OPS:
-        raise UnknownNameError(f"unknown op {name!r}; known ops: {', '.join(_OPS)}")
+        raise UnknownNameError(f"unknown op {name!r}; known ops: {', '.join(op_names())}")
     return _OPS[name]
 
 

@@ -47,6 +47,7 @@ class SuiteSpec:
     dtypes: tuple[str, ...]
     variants: tuple[str, ...]  # the baseline first
     baseline: str
+    reference: tuple[tuple[str, int], ...] = ()  # the series' shape, for the ladder report
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,17 @@ def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
         shapes=tuple(tuple(s.items()) for s in shapes),
         dtypes=_dtypes(_device_default(suite_cfg, "dtypes", device)),
         variants=variants, baseline=baseline,
+        reference=_reference(suite_cfg.get("reference"), shapes),
     )
+
+
+def _reference(value, shapes: list[dict[str, int]]) -> tuple[tuple[str, int], ...]:
+    if value is None:
+        return ()
+    names = list(shapes[0]) if shapes else []
+    if not isinstance(value, Mapping) or sorted(value) != sorted(names):
+        raise ConfigError(f"suite.reference: expected a mapping of {names} to sizes, got {value!r}")
+    return tuple((name, positive_int(value[name], f"suite.reference.{name}")) for name in names)
 
 
 def timing_spec(cfg: Mapping) -> TimingSpec:

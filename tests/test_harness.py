@@ -99,3 +99,14 @@ def test_ok_row_has_timing_and_profile_columns(tmp_path):
     assert row["host_us"] > 0 and not math.isnan(row["device_us"])
     assert (tmp_path / row["trace"]).is_file() and (tmp_path / row["table"]).is_file()
     assert "aten::mm" in (tmp_path / row["table"]).read_text()
+
+
+def test_busy_machine_warning(monkeypatch):
+    from suites.harness import environment
+
+    monkeypatch.setattr(environment.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(environment.os, "getloadavg", lambda: (2.7, 2.0, 2.0))
+    assert "busy (load average 2.7 on 2 cores)" in environment.busy_machine_warning(2, "cpu")
+    assert environment.busy_machine_warning(2, "cuda") is None
+    monkeypatch.setattr(environment.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    assert environment.busy_machine_warning(2, "cpu") is None

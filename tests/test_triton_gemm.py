@@ -124,3 +124,57 @@ def test_bad_input_raises(call, match):
 def test_empty_output():
     a = torch.randn(0, 7, device=DEVICE)
     assert gemm.matmul_bias_act(a, torch.randn(7, 3, device=DEVICE)).shape == (0, 3)
+
+
+def _residual(M, N, dtype, layout, seed=6):
+    """A residual (M, N) in one of three memory layouts, all read through strides."""
+    g = torch.Generator().manual_seed(seed)
+    if layout == "contiguous":
+        r = torch.randn(M, N, generator=g)
+    elif layout == "transposed":  # column-major: strides (1, M)
+        r = torch.randn(N, M, generator=g).t()
+    else:  # "sliced": rows of a wider buffer, row stride N + 5
+        r = torch.randn(M, N + 5, generator=g)[:, 2:N + 2]
+    return r.to(device=DEVICE, dtype=dtype)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_matmul_residual(shape, dtype, layout):
+    """act(a @ b + bias) + residual: the residual is added after the activation."""
+    M, N, K = shape
+    a, w, bias = _inputs(M, N, K, dtype, seed=7)
+    residual = _residual(M, N, dtype, layout)
+    out = gemm.matmul_bias_act(a, w.t(), bias, "gelu_tanh", residual=residual)
+    assert out.dtype == dtype
+    ref = _reference(a, w.t(), bias, "gelu_tanh") + residual.double().cpu()
+    _assert_close(out, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_matmul_residual_no_bias(dtype):
+    # The transformer block's use: h = x + attn @ Wo^T, no bias, no activation.
+    a, w, _ = _inputs(65, 48, 33, dtype, seed=8)
+    residual = _residual(65, 48, dtype, "contiguous")
+    out = gemm.matmul_bias_act(a, w.t(), residual=residual)
+    _assert_close(out, _reference(a, w.t(), None, "none") + residual.double().cpu(), dtype)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: torch.randn(5, 4), r"residual must have shape \(5, 3\)"),
+    (lambda: torch.randn(3, 5).t()[:, :2], r"residual must have shape \(5, 3\)"),
+    (lambda: torch.randn(5, 3, dtype=torch.float16), "residual has dtype torch.float16"),
+    (lambda: torch.randn(15), "residual must be a 2-D tensor"),
+])
+def test_bad_residual_raises(make, match):
+    a, w = torch.randn(5, 7, device=DEVICE), torch.randn(7, 3, device=DEVICE)
+    with pytest.raises(ValueError, match=match):
+        gemm.matmul_bias_act(a, w, residual=make().to(DEVICE))
+
+
+@pytest.mark.gpu
+def test_residual_on_another_device_raises():
+    a, w = torch.randn(5, 7, device="cuda"), torch.randn(7, 3, device="cuda")
+    with pytest.raises(ValueError, match="residual is on cpu"):
+        gemm.matmul_bias_act(a, w, residual=torch.randn(5, 3))

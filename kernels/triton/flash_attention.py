@@ -256,7 +256,9 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     """
     _check(q, k, v, sm_scale)
     B, H, S, D = q.shape
-    out = torch.empty((B, H, S, D), dtype=q.dtype, device=q.device)  # (B, H, S, D)
+    # Stored as (B, S, H, D) and returned as its (B, H, S, D) view, as SDPA does: a caller that
+    # merges heads (transpose(1, 2).reshape(B * S, H * D)) then gets a view, not a copy.
+    out = torch.empty((B, S, H, D), dtype=q.dtype, device=q.device).transpose(1, 2)
     if out.numel() == 0:
         return out
     if sm_scale is None:

@@ -1,4 +1,5 @@
-"""Triton GEMMs with fused epilogues: `matmul_bias_act` (bias + activation) and `matmul_geglu`.
+"""Triton GEMMs with fused epilogues: `matmul_bias_act` (bias + activation + residual) and
+`matmul_geglu`.
 
 Both read their operands through strides (an nn.Linear weight is passed as its `weight.t()`
 view, never copied), accumulate in fp32 and apply the epilogue in fp32 before the one store.
@@ -11,6 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.triton.geglu import gelu_tanh  # the one exp-only gelu shared by all kernels
 from kernels.triton.runtime import interpreting, unavailable_reason
 
 ACTIVATIONS = ("none", "relu", "gelu_tanh")
@@ -60,21 +62,12 @@ _EVEN_K = {"EVEN_K": lambda args: args["K"] % args["BLOCK_SIZE_K"] == 0}
 # Device helpers shared by both kernels
 # ---------------------------------------------------------------------------------------------
 @triton.jit
-def _gelu_tanh(x):
-    # gelu_tanh(x) = 0.5 * x * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3). With
-    # tanh(u) = 2 * sigmoid(2u) - 1 this is x * sigmoid(2u): exp only (tanh is missing from the
-    # interpreter and some Triton versions), and no cancellation in 1 + tanh(u) for u << 0.
-    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    return x / (1.0 + tl.exp(-2.0 * u))
-
-
-@triton.jit
 def _activate(x, ACTIVATION: tl.constexpr):
     # The activation hook: resolved at compile time, so "none" costs nothing.
     if ACTIVATION == "relu":
         x = tl.maximum(x, 0.0)
     elif ACTIVATION == "gelu_tanh":
-        x = _gelu_tanh(x)
+        x = gelu_tanh(x)
     return x
 
 
@@ -124,7 +117,8 @@ def _store_tile(c_ptr, tile, pid_m, pid_n, M, N, stride_cm, stride_cn,
 def _matmul_bias_act_kernel(
         a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
         stride_am, stride_ak, stride_bk, stride_bn, stride_bias, stride_cm, stride_cn,
-        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+        res_ptr, stride_rm, stride_rn,
+        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
         INPUT_PRECISION: tl.constexpr, UPCAST_BF16: tl.constexpr,
         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
         GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr):
@@ -154,6 +148,12 @@ def _matmul_bias_act_kernel(
         bias = tl.load(bias_ptr + offs_bn * stride_bias).to(tl.float32)  # (BN,)
         acc += bias[None, :]
     acc = _activate(acc, ACTIVATION)
+    if HAS_RESIDUAL:
+        # A transformer's `h = x + proj(...)`: the residual is added in fp32 before the one
+        # store, so the projection output never makes a round trip through memory. The wrapped
+        # offsets keep the load in bounds without a mask, as for the operands.
+        res_ptrs = res_ptr + offs_am[:, None] * stride_rm + offs_bn[None, :] * stride_rn  # (BM, BN)
+        acc += tl.load(res_ptrs).to(tl.float32)
     _store_tile(c_ptr, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N)
 
 
@@ -194,7 +194,7 @@ def _matmul_geglu_kernel(
         wu_ptrs += BLOCK_SIZE_K * stride_uk
 
     # gate and up live only in registers: the one store is the GeGLU product.
-    _store_tile(c_ptr, _gelu_tanh(gate) * up, pid_m, pid_n, M, N, stride_cm, stride_cn,
+    _store_tile(c_ptr, gelu_tanh(gate) * up, pid_m, pid_n, M, N, stride_cm, stride_cn,
                 BLOCK_SIZE_M, BLOCK_SIZE_N)
 
 
@@ -241,8 +241,9 @@ def _grid(M: int, N: int):
 
 
 def matmul_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
-                    activation: str = "none") -> torch.Tensor:
-    """activation(a @ b + bias): a (M, K), b (K, N), bias (N,) or None -> (M, N), a's dtype.
+                    activation: str = "none", residual: torch.Tensor | None = None) -> torch.Tensor:
+    """activation(a @ b + bias) + residual: a (M, K), b (K, N), bias (N,) or None, residual
+    (M, N) or None -> (M, N), a's dtype. The whole epilogue runs in fp32 before the one store.
 
     Any strides: pass an nn.Linear weight (N, K) as `weight.t()`; it is read in place.
     """
@@ -261,6 +262,11 @@ def matmul_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None 
         if bias.dtype != a.dtype or bias.device != a.device:
             raise ValueError(f"bias is {bias.dtype} on {bias.device}; "
                              f"expected {a.dtype} on {a.device} like a")
+    if residual is not None:
+        _check_matrix("residual", residual, a.dtype, a.device)
+        if tuple(residual.shape) != (M, N):
+            raise ValueError(f"residual must have shape ({M}, {N}) = (M, N) of the output, "
+                             f"got {tuple(residual.shape)}")
 
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)  # (M, N)
     if c.numel() == 0:
@@ -269,7 +275,10 @@ def matmul_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None 
         a, b, bias if bias is not None else c, c, M, N, K,  # c stands in for a missing bias
         a.stride(0), a.stride(1), b.stride(0), b.stride(1),
         bias.stride(0) if bias is not None else 0, c.stride(0), c.stride(1),
-        HAS_BIAS=bias is not None, ACTIVATION=activation, **_dot_flags(a.dtype))
+        residual if residual is not None else c,  # c stands in for a missing residual too
+        *(residual.stride() if residual is not None else (0, 0)),
+        HAS_BIAS=bias is not None, ACTIVATION=activation, HAS_RESIDUAL=residual is not None,
+        **_dot_flags(a.dtype))
     return c
 
 

@@ -41,8 +41,10 @@ def hidden_copy(ctx: FindingContext):
                           f"{nbytes / 1e6:.3g} MB, {us:.1f} us", {"copies_per_call": count,
                           "bytes_per_call": nbytes, "copy_us": us, "baseline_copies": base})
         return
+    if ctx.baseline_profile is None:
+        return  # on a CPU every dtype cast and clone is a copy_: only a change says anything
     count, us, parents = _cpu_copies(ctx.profile)
-    base = _cpu_copies(ctx.baseline_profile)[0] if ctx.baseline_profile else 0.0
+    base = _cpu_copies(ctx.baseline_profile)[0]
     if count > base:
         yield Finding("hidden_copy", "notice",
                       f"a copy the code does not write: aten::copy_ inside {parents}, "

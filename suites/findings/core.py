@@ -41,6 +41,14 @@ class FindingContext:
     row: dict = field(default_factory=dict)
     baseline_row: dict | None = None
     baseline_profile: CallProfile | None = None
+    dtype: str | None = None  # a suite row's dtype; for any other trace, what the user says
+
+    @property
+    def is_compiled(self) -> bool:
+        if self.row.get("family"):
+            return self.row["family"] == "compile"
+        ops = self.profile.ops_per_call() if self.profile else {}
+        return any(name.startswith("Torch-Compiled Region") for name in ops)
 
     @property
     def is_baseline(self) -> bool:
@@ -76,10 +84,12 @@ def find_all(row: dict, profile, baseline_row, baseline_profile, device: str) ->
         return []
     ctx = FindingContext(device_type=device.split(":")[0], profile=profile, row=row,
                          baseline_row=baseline_row if baseline_row is not row else None,
-                         baseline_profile=baseline_profile if baseline_row is not row else None)
+                         baseline_profile=baseline_profile if baseline_row is not row else None,
+                         dtype=row.get("dtype"))
     return [f.as_row() for f in run_detectors(ctx)]
 
 
 def _load_detectors() -> None:
     # Importing a module registers its detectors; kept here so core has no import cycle.
-    from suites.findings import bounds, copies, fusion  # noqa: F401
+    from suites.findings import (bounds, compiled, copies, fusion, kernels, noise,  # noqa: F401
+                                 timeline)

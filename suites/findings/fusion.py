@@ -2,11 +2,8 @@
 the fused kernels Inductor generated."""
 from __future__ import annotations
 
-import re
-
 from suites.findings.core import Finding, FindingContext, detector
-
-FUSED_KERNEL = re.compile(r"(triton_(poi|red|per|tem)_fused\w*|cpp_fused\w*)")
+from suites.profiling.op_kinds import FUSED_KERNEL, is_compute_op_name
 
 
 @detector
@@ -23,9 +20,15 @@ def dispatcher_fusion(ctx: FindingContext):
         yield Finding("dispatcher_fusion", "info",
                       "aten::addmm replaced aten::mm + aten::add (the bias add moved into the GEMM "
                       "call)", evidence)
-    elif "aten::mm" in ops:
+    elif "aten::mm" in ops and _compute_ops(ctx.baseline_profile) == {"aten::mm", "aten::add"}:
+        # Only where the baseline is exactly a matmul and an add: in a block the adds are
+        # residuals, and an unfused mm there says nothing about a bias.
         yield Finding("no_dispatcher_fusion", "info",
                       "aten::mm still runs: the bias add was not folded into aten::addmm", evidence)
+
+
+def _compute_ops(profile) -> set[str]:
+    return {name for name in profile.ops_per_call() if is_compute_op_name(name)}
 
 
 @detector

@@ -38,6 +38,25 @@ def _triton_version() -> str | None:
     return triton.__version__
 
 
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # not available on every platform
+        return None
+
+
+def busy_machine_warning(threads: int, device_type: str) -> str | None:
+    """A warning when other processes compete for the cores the CPU timing uses: with every
+    core in one OpenMP team, a descheduled thread stalls the whole op for a scheduler tick
+    (milliseconds), and a 10 us matmul is timed at 4 to 16 ms."""
+    load, cores = load_average(), os.cpu_count() or 1
+    if device_type != "cpu" or load is None or load + threads <= cores + 0.5:
+        return None
+    return (f"warning: this machine is busy (load average {load} on {cores} cores) and the "
+            f"timing uses {threads} threads: CPU timings will include scheduler stalls. Use a "
+            "quiet machine, or fewer threads (timing.threads=1).")
+
+
 def describe(device: str, threads: int) -> dict:
     info = {
         "created": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -50,6 +69,7 @@ def describe(device: str, threads: int) -> dict:
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "threads": threads,
+        "load_average": load_average(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
     if torch.device(device).type == "cuda":

@@ -15,6 +15,7 @@ from kernels.base import Case, Op, Variant
 from suites.harness import correctness, timing
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.capture import capture
+from suites.profiling.op_kinds import sdpa_backend
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import read_trace
 from suites.spec import RunSpec
@@ -81,6 +82,7 @@ def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
             capture(call, variant.name, device_type, spec.profile, trace_path, table_path)
             profile = CallProfile(analyze(read_trace(trace_path), label=variant.name))
             row.update(profile.metrics())
+            row["backend"] = sdpa_backend(profile.ops_per_call())
             row["trace"] = str(trace_path.relative_to(spec.out_dir))
             row["table"] = str(table_path.relative_to(spec.out_dir))
         except Exception as exc:  # the timing stands; say why the profile columns are empty

@@ -21,8 +21,9 @@ METRICS = [
     "status", "reason", "threads", "cache", "n_samples", "median_us", "p10_us", "p90_us", "min_us",
     "iqr_rel", "first_call_ms", "compile_ms", "speedup", "host_us", "device_us",
     "exposed_overhead_us", "idle_frac", "n_kernels", "launch_api_us", "launch_delay_us",
-    "n_cpu_ops", "flops", "bytes", "bytes_unfused", "intensity", "tflops", "gbps", "pct_peak",
-    "roofline_bound", "max_abs_err", "rel_err", "scaled_err", "tolerance", "trace", "table",
+    "n_cpu_ops", "backend", "flops", "bytes", "bytes_unfused", "bytes_moved", "intensity", "tflops",
+    "gbps", "pct_peak", "roofline_bound", "max_abs_err", "rel_err", "scaled_err", "tolerance",
+    "trace", "table",
 ]
 
 
@@ -30,7 +31,8 @@ def base_row(suite: str, case: Case, variant, op: Op) -> dict:
     row = {"suite": suite, "op": case.op, "case_id": case.id, "variant": variant.name,
            "family": variant.family, "dtype": case.dtype, "device": case.device}
     row.update(case.sizes)  # every parameter is its own column
-    row.update(flops=op.flops(case), bytes=op.bytes_ideal(case), bytes_unfused=op.bytes_unfused(case))
+    row.update(flops=op.flops(case), bytes=op.bytes_ideal(case),
+               bytes_unfused=op.bytes_unfused(case), bytes_moved=op.bytes_moved(case, variant.name))
     row["intensity"] = row["flops"] / row["bytes"]
     return row
 

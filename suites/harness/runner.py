@@ -12,7 +12,7 @@ import torch
 
 from kernels import registry
 from suites.harness.calibration import calibrate
-from suites.harness.environment import describe
+from suites.harness.environment import busy_machine_warning, describe
 from suites.harness.measure import measure
 from suites.harness.progress import Progress
 from suites.harness.results import add_derived, base_row, write_tables
@@ -33,7 +33,12 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
     started = time.perf_counter()
     torch.set_num_threads(spec.timing.threads)  # recorded on every row, and in env.json
     env = describe(spec.device, spec.timing.threads)
-    env.update(suite=spec.suite.name, timing=asdict(spec.timing), profile=asdict(spec.profile))
+    warning = busy_machine_warning(spec.timing.threads, torch.device(spec.device).type)
+    if warning:
+        print(warning, file=stream)
+        env["warning"] = warning
+    env.update(suite=spec.suite.name, reference=dict(spec.suite.reference),
+               timing=asdict(spec.timing), profile=asdict(spec.profile))
     if spec.calibrate:
         env["peaks"] = calibrate(spec.device, spec.suite.dtypes)
     spec.out_dir.mkdir(parents=True, exist_ok=True)

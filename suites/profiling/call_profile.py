@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from suites.profiling.trace_analysis import TraceAnalysis
 
@@ -17,7 +17,15 @@ def _median(values) -> float:
 
 @dataclass
 class CallProfile:
+    """Per-call views of an analysis; computed once each, since every detector asks."""
+
     analysis: TraceAnalysis
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def _memo(self, key, compute):
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
 
     @property
     def steps(self):
@@ -25,6 +33,9 @@ class CallProfile:
 
     def metrics(self) -> dict[str, float]:
         """Medians over the profiled steps; NaN where the trace has no such signal."""
+        return dict(self._memo("metrics", self._metrics))
+
+    def _metrics(self) -> dict[str, float]:
         steps = self.steps
         gpu = self.analysis.mode == "cuda"
         return {
@@ -39,6 +50,9 @@ class CallProfile:
 
     def kernel_rows(self) -> list[dict]:
         """One row per kernel name: launches per call, total and mean time per call."""
+        return self._memo("kernels", self._kernel_rows)
+
+    def _kernel_rows(self) -> list[dict]:
         count: dict[tuple, int] = defaultdict(int)
         total: dict[tuple, float] = defaultdict(float)
         gpu = self.analysis.mode == "cuda"
@@ -56,6 +70,9 @@ class CallProfile:
 
     def ops_per_call(self) -> dict[str, float]:
         """CPU op name -> calls per call (aten::mm, aten::addmm, Torch-Compiled Region...)."""
+        return self._memo("ops", self._ops_per_call)
+
+    def _ops_per_call(self) -> dict[str, float]:
         totals: dict[str, int] = defaultdict(int)
         for step in self.steps:
             for name, calls in step.ops.items():

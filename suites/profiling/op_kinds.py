@@ -3,12 +3,18 @@
 reshape metadata or dispatch to other ops must be told apart by name."""
 from __future__ import annotations
 
+import re
+
 from suites.profiling.trace_events import Event
 
 LAUNCH_APIS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
     "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
 })
+
+# Kernels Inductor generates: pointwise, reduction, persistent reduction and template kernels on
+# a GPU, C++ kernels on a CPU.
+FUSED_KERNEL = re.compile(r"(triton_(poi|red|per|tem)_fused\w*|cpp_fused\w*)")
 
 # Ops that only make a new view or allocate: no data is read or written.
 METADATA_OPS = frozenset({
@@ -48,7 +54,26 @@ def is_cpu_kernel(op: Event) -> bool:
     """A CPU op that computes: Inductor's C++ kernels, and namespaced ops (aten::, mkldnn::...)
     that are neither metadata-only nor known composites. Decided by name alone, so the count per
     call does not flip between steps; an unknown wrapper counts, with its (small) self time."""
-    name = op.name
-    if is_inductor_cpu_kernel(name):
-        return True
+    return is_inductor_cpu_kernel(op.name) or is_compute_op_name(op.name)
+
+
+def is_compute_op_name(name: str) -> bool:
+    """A namespaced op (aten::, mkldnn::...) that is neither metadata-only nor a known wrapper."""
     return "::" in name and name not in METADATA_OPS and name not in COMPOSITE_OPS
+
+
+# The op each scaled_dot_product_attention backend runs under, as it appears in the profile.
+SDPA_BACKEND_OPS = {
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash",
+    "aten::_scaled_dot_product_efficient_attention": "efficient",
+    "aten::_scaled_dot_product_cudnn_attention": "cudnn",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "overrideable",
+    "aten::_scaled_dot_product_attention_math": "math",
+}
+
+
+def sdpa_backend(op_names) -> str | None:
+    """Which SDPA backend ran, from the op names of a call; None if no SDPA ran."""
+    found = sorted({SDPA_BACKEND_OPS[name] for name in op_names if name in SDPA_BACKEND_OPS})
+    return "+".join(found) if found else None

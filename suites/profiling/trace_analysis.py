@@ -9,6 +9,7 @@ self time.
 from __future__ import annotations
 
 import bisect
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -32,7 +33,13 @@ class StepMetrics:
     n_cpu_ops: int
     wall_us: float  # from the step's start to the later of its end and its last device activity
     kernels: list[Event] = field(default_factory=list)
-    ops: Counter = field(default_factory=Counter)  # cpu op name -> calls inside the call range
+    op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
+    first_op_gap_us: float = float("nan")  # call range start -> its first op
+
+    @property
+    def ops(self) -> Counter:
+        """cpu op name -> calls inside the call range."""
+        return Counter(op.name for op in self.op_events)
 
     @property
     def busy_frac(self) -> float:
@@ -79,8 +86,15 @@ def _window(events: list[Event], starts: list[float], lo: float, hi: float) -> l
     return events[bisect.bisect_left(starts, lo):bisect.bisect_right(starts, hi)]
 
 
-def find_steps(trace: Trace) -> list[Event]:
-    steps = [a for a in trace.annotations if a.name.startswith(STEP_PREFIX)]
+def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
+    """`ProfilerStep#N` ranges, or the annotations whose name matches `pattern` (a user's own
+    step ranges), or else the whole trace as one step."""
+    if pattern:
+        regex = re.compile(pattern)
+        steps = [a for a in trace.annotations + trace.cpu_ops if regex.search(a.name)]
+        steps.sort(key=lambda e: e.ts)
+    else:
+        steps = [a for a in trace.annotations if a.name.startswith(STEP_PREFIX)]
     if steps:
         return steps
     everything = trace.cpu_ops + trace.annotations + trace.runtime + trace.device
@@ -97,7 +111,7 @@ def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
     return step
 
 
-def analyze(trace: Trace, label: str | None = None) -> TraceAnalysis:
+def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = None) -> TraceAnalysis:
     """Metrics for every step; `label` names the record_function range around each call."""
     nest_cpu_events(trace)
     mode = "cuda" if trace.has_device else "cpu"
@@ -108,7 +122,7 @@ def analyze(trace: Trace, label: str | None = None) -> TraceAnalysis:
               for name in ("cpu_ops", "annotations", "runtime")}
     attributed = 0
     steps = []
-    for step in find_steps(trace):
+    for step in find_steps(trace, step_pattern):
         call = _call_range(trace, starts["annotations"], step, label)
         ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
         runtime = _window(trace.runtime, starts["runtime"], step.ts, step.end)
@@ -154,5 +168,6 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics
         name=step.name, start=step.ts, end=step.end, host_us=call.dur, device_us=device_us,
         n_kernels=len(kernels), launch_api_us=sum(r.dur for r in launches),
         launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=last_end - first_start,
-        kernels=kernels, ops=Counter(op.name for op in ops),
+        kernels=kernels, op_events=ops,
+        first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),
     )

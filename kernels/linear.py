@@ -1,0 +1,72 @@
+"""nn.Linear(IN, OUT, bias=True) on x (T, IN): y = x W^T + b with W (OUT, IN).
+
+The module's forward is one aten::linear -> aten::addmm (bias fused by the dispatcher, the
+weight read through its transpose view). The Triton variant does the same with the fused
+bias-epilogue GEMM, reading the (OUT, IN) weight through its strides: no transpose copy.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from kernels.base import Case, Inputs, Op, Variant, random_tensor
+from kernels.compiled import compile_prepare, eager_prepare
+from kernels.matmul_add import triton_supports
+from kernels.registry import register_op, register_variant
+
+OP = "linear"
+
+
+class Linear(Op):
+    name = OP
+    params = ("T", "IN", "OUT")
+    test_shape = {"T": 37, "IN": 29, "OUT": 45}
+
+    def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
+        T, IN, OUT = case["T"], case["IN"], case["OUT"]
+        return {
+            "x": random_tensor((T, IN), case, generator),  # (T, IN)
+            "weight": random_tensor((OUT, IN), case, generator, scale=1 / math.sqrt(IN)),  # (OUT, IN)
+            "bias": random_tensor((OUT,), case, generator),  # (OUT,)
+        }
+
+    def reference(self, inputs: Inputs) -> torch.Tensor:
+        x, w, b = (inputs[k].double() for k in ("x", "weight", "bias"))
+        return x @ w.T + b
+
+    def flops(self, case: Case) -> float:
+        T, IN, OUT = case["T"], case["IN"], case["OUT"]
+        return 2.0 * T * IN * OUT + T * OUT
+
+    def bytes_ideal(self, case: Case) -> float:
+        T, IN, OUT = case["T"], case["IN"], case["OUT"]
+        return float(T * IN + OUT * IN + OUT + T * OUT) * case.torch_dtype.itemsize
+
+
+def _module_parts(case: Case, inputs: Inputs):
+    """The module whose parameters ARE the input tensors: refilling the inputs in place (the
+    correctness pass does) changes what the module computes."""
+    module = nn.Linear(case["IN"], case["OUT"], bias=True, device="meta")
+    module.weight = nn.Parameter(inputs["weight"], requires_grad=False)
+    module.bias = nn.Parameter(inputs["bias"], requires_grad=False)
+    return module, (inputs["x"],)
+
+
+def _prepare_triton(case: Case, inputs: Inputs):
+    from kernels.triton.gemm import matmul_bias_act  # lazy: Triton may be missing
+
+    x, w, b = inputs["x"], inputs["weight"], inputs["bias"]
+    w_t = w.t()  # (IN, OUT) view of the (OUT, IN) weight: strides, no copy
+    return lambda: matmul_bias_act(x, w_t, b)
+
+
+register_op(Linear())
+register_variant(Variant(OP, "eager", "eager", eager_prepare(_module_parts),
+                         description="nn.Linear module (aten::linear -> addmm)"))
+register_variant(Variant(OP, "compile", "compile", compile_prepare(_module_parts),
+                         description="torch.compile of the nn.Linear module"))
+register_variant(Variant(OP, "triton", "triton", _prepare_triton, supports=triton_supports,
+                         description="Triton GEMM with the bias in the epilogue, weight read "
+                                     "through its strides"))

@@ -1,0 +1,104 @@
+"""Analyse any torch.profiler trace, a user's own training trace included.
+
+    python -m suites.analyze trace.json.gz [--csv out_dir] [--label NAME] [--dtype bfloat16]
+                                           [--steps REGEX] [--top 10]
+
+Prints per-step host time, device time, busy fraction, kernels, launch overhead, the top
+kernels and the findings. Traces without ProfilerStep annotations are one step (or use --steps
+to name your own step ranges); CPU-only traces are analysed by their compute ops.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.base import DTYPES
+from suites.findings.core import FindingContext, run_detectors
+from suites.profiling.call_profile import CallProfile
+from suites.profiling.trace_analysis import analyze
+from suites.profiling.trace_events import TraceFormatError, read_trace
+
+MAX_STEPS_SHOWN = 20
+
+
+def step_frame(profile: CallProfile) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "step": s.name, "host_us": s.host_us, "device_us": s.device_us, "busy_frac": s.busy_frac,
+        "kernels": s.n_kernels, "launch_api_us": s.launch_api_us,
+        "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops, "wall_us": s.wall_us,
+    } for s in profile.steps])
+
+
+def _device_name(meta: dict) -> str:
+    props = meta.get("deviceProperties") or []
+    return props[0].get("name", "") if props and isinstance(props[0], dict) else ""
+
+
+def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float) -> str:
+    analysis, trace = profile.analysis, profile.analysis.trace
+    device = _device_name(trace.meta)
+    lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
+             f"mode: {analysis.mode}{' on ' + device if device else ''}; "
+             f"{len(profile.steps)} step(s)"]
+    if analysis.unattributed_device:
+        lines.append(f"note: {analysis.unattributed_device} device activities were launched "
+                     "outside every step and are not counted")
+    steps = step_frame(profile)
+    fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
+    shown = steps.drop(columns=["wall_us"])
+    if len(shown) > MAX_STEPS_SHOWN:  # a long training trace: the first steps and the last
+        half = MAX_STEPS_SHOWN // 2
+        shown = pd.concat([shown.head(half), shown.tail(half)])
+        lines.append(f"showing {MAX_STEPS_SHOWN} of {len(steps)} steps (all of them with --csv)")
+    lines += ["", "per step (us):", shown.to_string(**fmt)]
+    if len(steps) > 1:
+        medians = profile.metrics()
+        lines.append(f"median per step: host {medians['host_us']:.4g} us, device "
+                     f"{medians['device_us']:.4g} us, {medians['n_kernels']:g} kernels, busy "
+                     f"{1 - medians['idle_frac']:.0%}")
+    kernels = pd.DataFrame(profile.kernel_rows()).head(top)
+    if len(kernels):
+        kernels["kernel"] = kernels["kernel"].str.slice(0, 70)
+        lines += ["", f"top {len(kernels)} kernels (per step):", kernels.to_string(**fmt)]
+    lines += ["", "findings:"] + ([f"  [{f.severity}] {f.code}: {f.statement}" for f in findings]
+                                   or ["  (none)"])
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m suites.analyze",
+                                     description="Analyse a torch.profiler Chrome trace.")
+    parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
+    parser.add_argument("--csv", type=Path, help="also write steps.csv, kernels.csv, findings.csv here")
+    parser.add_argument("--label", help="record_function name around each call (host time = its span)")
+    parser.add_argument("--steps", help="regex of annotation names to use as steps "
+                                        "(default: ProfilerStep#N, else the whole trace)")
+    parser.add_argument("--dtype", choices=list(DTYPES), help="the run's dtype (enables the "
+                                                               "tensor-cores-unused check)")
+    parser.add_argument("--top", type=int, default=10, help="kernels to list")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    try:
+        trace = read_trace(args.trace)
+    except TraceFormatError as exc:
+        print(f"fusebench: error: {exc}", file=sys.stderr)
+        return 2
+    profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
+    ctx = FindingContext(device_type=profile.analysis.mode, profile=profile, dtype=args.dtype)
+    findings = run_detectors(ctx)
+    print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started))
+    if args.csv:
+        args.csv.mkdir(parents=True, exist_ok=True)
+        step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
+        pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
+        pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)
+        print(f"\ncsv: {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

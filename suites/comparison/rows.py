@@ -1,0 +1,122 @@
+"""The join of A and B: one row per (suite, case_id, variant) found on either side, nothing
+dropped; rows that cannot be compared say why in `note`."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from suites.comparison import bootstrap as bs
+from suites.comparison.loading import KEY, Side
+
+COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
+           "ci_low", "ci_high", "verdict", "n_a", "n_b", "status_a", "status_b", "note"]
+NAN = float("nan")
+FEW_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class Rule:
+    resamples: int = bs.RESAMPLES
+    confidence: float = bs.CONFIDENCE
+    seed: int = bs.SEED
+    min_effect: float = bs.MIN_EFFECT
+
+
+def _value(row, column):
+    if row is None or column not in row.index:
+        return None
+    value = row[column]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _status_note(label: str, row) -> str:
+    reason = _value(row, "reason")
+    return f"{label} {row['status']}" + (f": {reason}" if reason else "")
+
+
+def _sample_problem(label: str, n: int) -> str | None:
+    if n == 0:
+        return f"no raw samples in {label} (samples.csv missing or without this row)"
+    if n < bs.MIN_SAMPLES:
+        return f"too few samples in {label} ({n} < {bs.MIN_SAMPLES})"
+    return None
+
+
+def _judge(out: dict, a_samples, b_samples, rule: Rule) -> None:
+    """Fill ratio, CI, verdict and note for a row that is ok on both sides."""
+    problems = [p for p in (_sample_problem("A", out["n_a"]), _sample_problem("B", out["n_b"]))
+                if p]
+    if problems:
+        # Still show the ratio of the recorded medians: useful, just not a decision.
+        a, b = out["median_a_us"], out["median_b_us"]
+        out["ratio"] = b / a if a and b and a > 0 else NAN
+        out["verdict"] = "not comparable"
+        out["note"] = "; ".join(problems) + ": ratio of recorded medians, no CI"
+        return
+    ci = bs.ratio_ci(a_samples, b_samples, rule.resamples, rule.confidence, rule.seed)
+    out.update(ratio=ci.ratio, ci_low=ci.low, ci_high=ci.high,
+               verdict=bs.verdict(ci, rule.min_effect))
+    notes = [bs.same_note(ci, rule.min_effect) if out["verdict"] == "same" else ""]
+    fewest = min(out["n_a"], out["n_b"])
+    if fewest < FEW_SAMPLES:
+        # A percentile bootstrap of a median of a handful of values is too narrow more often
+        # than its level says, and one stalled call moves it: say so rather than hide it.
+        notes.append(f"only {fewest} samples on one side: the CI is approximate")
+    out["note"] = "; ".join(n for n in notes if n)
+
+
+def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
+    a_samples, b_samples = side_a.samples.get(key), side_b.samples.get(key)
+    out = dict(zip(KEY, key))
+    out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
+               median_a_us=_value(a, "median_us"), median_b_us=_value(b, "median_us"),
+               ratio=NAN, ci_low=NAN, ci_high=NAN,
+               n_a=0 if a_samples is None else len(a_samples),
+               n_b=0 if b_samples is None else len(b_samples),
+               status_a=_value(a, "status"), status_b=_value(b, "status"), note="")
+    if a is None or b is None:
+        label, row = ("B", b) if a is None else ("A", a)
+        out["verdict"] = f"only in {label}"
+        out["note"] = "" if row["status"] == "ok" else _status_note(label, row)
+    elif a["status"] != "ok" or b["status"] != "ok":
+        out["verdict"] = "not comparable"
+        out["note"] = "; ".join(_status_note(label, row) for label, row in (("A", a), ("B", b))
+                                if row["status"] != "ok")
+    else:
+        _judge(out, a_samples, b_samples, rule)
+    return out
+
+
+def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule()) -> pd.DataFrame:
+    """A's rows in A's order, then the rows only B has, in B's order."""
+    a_rows = {tuple(r[k] for k in KEY): r for _, r in side_a.rows.iterrows()}
+    b_rows = {tuple(r[k] for k in KEY): r for _, r in side_b.rows.iterrows()}
+    keys = list(a_rows) + [k for k in b_rows if k not in a_rows]
+    pairs = [_pair(k, a_rows.get(k), b_rows.get(k), side_a, side_b, rule) for k in keys]
+    return pd.DataFrame(pairs, columns=COLUMNS)
+
+
+def summary_lines(frame: pd.DataFrame) -> list[str]:
+    """Counts per verdict, then the largest speedup and slowdown among decided rows."""
+    counts = frame["verdict"].value_counts()
+    order = ["faster", "slower", "same", "not comparable", "only in A", "only in B"]
+    lines = [f"{len(frame)} rows: " + ", ".join(f"{counts[v]} {v}" for v in order if v in counts)]
+    decided = frame[frame["verdict"].isin(["faster", "slower"])]
+    for verdict, pick in (("faster", "idxmin"), ("slower", "idxmax")):
+        rows = decided[decided["verdict"] == verdict]
+        if rows.empty:
+            lines.append(f"largest {'speedup' if verdict == 'faster' else 'slowdown'}: none")
+            continue
+        row = rows.loc[getattr(rows["ratio"], pick)()]
+        word = "speedup" if verdict == "faster" else "slowdown"
+        factor = 1 / row["ratio"] if verdict == "faster" else row["ratio"]
+        times = f"{factor:,.0f}x" if factor >= 100 else f"{factor:.3g}x"
+        lines.append(f"largest {word}: {row['case_id']} {row['variant']}: B/A {row['ratio']:.3g} "
+                     f"(CI {row['ci_low']:.3g} to {row['ci_high']:.3g}), B {times} "
+                     f"{'faster' if verdict == 'faster' else 'slower'}")
+    both = frame["status_a"].notna() & frame["status_b"].notna()
+    if len(frame) and not both.any():
+        lines.append("no row is in both A and B: are these the same suite and grid?")
+    return lines

@@ -1,0 +1,74 @@
+"""Findings about which kernels ran: metadata-only ops, tensor cores left unused, the SDPA
+backend, and Inductor's fused kernels."""
+from __future__ import annotations
+
+import re
+
+from suites.findings.core import Finding, FindingContext, detector
+from suites.profiling.op_kinds import FUSED_KERNEL, METADATA_OPS, SDPA_BACKEND_OPS
+
+# cuBLAS/CUTLASS single-precision GEMMs run on CUDA cores, not tensor cores.
+SGEMM = re.compile(r"sgemm|gemmSN_|gemv2T_kernel_val<int, int, float|cutlass.*simt_sgemm", re.I)
+LOW_PRECISION = ("bfloat16", "float16")
+
+
+@detector
+def metadata_ops(ctx: FindingContext):
+    if ctx.profile is None:
+        return
+    ops = ctx.profile.ops_per_call()
+    meta = {name: n for name, n in ops.items() if name in METADATA_OPS}
+    if not meta:
+        return
+    host = _metadata_host_us(ctx.profile)
+    top = ", ".join(f"{name} x{n:g}" for name, n in sorted(meta.items(), key=lambda kv: -kv[1])[:4])
+    yield Finding("metadata_ops", "info",
+                  f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost {host:.1f} us of "
+                  "host time and no device time: views, transposes and allocations",
+                  {"ops_per_call": sum(meta.values()), "host_us": host})
+
+
+def _metadata_host_us(profile) -> float:
+    total = 0.0
+    for step in profile.steps:
+        total += sum(op.self_us for op in step.op_events if op.name in METADATA_OPS)
+    return total / max(1, len(profile.steps))
+
+
+@detector
+def tensor_cores_unused(ctx: FindingContext):
+    if ctx.profile is None or ctx.profile.analysis.mode != "cuda" or ctx.dtype not in LOW_PRECISION:
+        return
+    rows = [k for k in ctx.profile.kernel_rows() if SGEMM.search(k["kernel"])]
+    if rows:
+        us = sum(k["total_us_per_call"] for k in rows)
+        yield Finding("tensor_cores_unused", "warning",
+                      f"single-precision GEMM kernels in a {ctx.dtype} run ({rows[0]['kernel'][:50]}"
+                      f"{', ...' if len(rows) > 1 else ''}, {us:.1f} us per call): that work "
+                      "runs on CUDA cores, not tensor cores; look for a float32 upcast",
+                      {"sgemm_kernels": len(rows), "sgemm_us": us})
+
+
+@detector
+def sdpa_backend(ctx: FindingContext):
+    if ctx.profile is None:
+        return
+    ops = ctx.profile.ops_per_call()
+    ran = [(SDPA_BACKEND_OPS[name], name) for name in ops if name in SDPA_BACKEND_OPS]
+    for backend, name in sorted(set(ran)):
+        yield Finding("sdpa_backend", "info",
+                      f"scaled_dot_product_attention ran the {backend} backend ({name})",
+                      {"backend": backend})
+
+
+@detector
+def inductor_kernels(ctx: FindingContext):
+    """Any trace: name the kernels Inductor generated and what each fuses (suite runs say the
+    same against their baseline in kernels_fell / kernels_rose)."""
+    if ctx.profile is None or ctx.baseline_row is not None:
+        return
+    names = sorted({k["kernel"] for k in ctx.profile.kernel_rows() if FUSED_KERNEL.search(k["kernel"])})
+    if names:
+        yield Finding("inductor_kernels", "info",
+                      f"Inductor-generated fused kernels: {', '.join(names[:5])}"
+                      f"{' ...' if len(names) > 5 else ''}", {"fused_kernels": len(names)})

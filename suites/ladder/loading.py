@@ -1,0 +1,156 @@
+"""Every run folder under a path, merged into one table of rows.
+
+Run folders are found by their measurements.csv, at any depth (a multirun folder, a results/
+tree, the folders of a cluster launcher's jobs). Unlike compare (which refuses), a collect step
+over reruns must pick one row per (suite, case_id, variant): it keeps the newest by env.json
+`created` and returns the others as `dropped`, which the report lists, so nothing vanishes.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from suites.catalog import SUITE_NAMES
+from suites.errors import ConfigError
+
+KEY = ["suite", "case_id", "variant"]
+REQUIRED = KEY + ["family", "dtype", "status"]
+NUMERIC = ["median_us", "host_us", "device_us", "n_kernels", "flops", "bytes", "intensity",
+           "tflops", "speedup", "first_call_ms", "compile_ms"]
+TEXT = ["reason"]
+
+
+@dataclass
+class Run:
+    path: Path
+    env: dict
+    created: dt.datetime | None
+    params: list[str]        # the op's size columns, in the file's order
+
+
+@dataclass
+class SuiteInfo:
+    name: str
+    params: list[str]
+    reference: dict          # {param: size}; empty when no run recorded one
+    peaks: dict              # {"matmul_tflops": {dtype: x}, "copy_gbps": x}; may be empty
+    baseline: str            # the variant every speedup is measured against
+
+
+@dataclass
+class Collection:
+    root: Path
+    runs: list[Run]
+    rows: pd.DataFrame       # one row per (suite, case_id, variant), plus `run` and `created`
+    dropped: pd.DataFrame    # older duplicates: KEY + run, created, kept_run, kept_created
+    suites: dict[str, SuiteInfo] = field(default_factory=dict)  # in ladder order
+
+
+def find_runs(path: Path) -> list[Path]:
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        raise ConfigError(f"{path}: not a folder; pass a folder holding run folders")
+    runs = sorted(p.parent for p in path.rglob("measurements.csv"))
+    if not runs:
+        raise ConfigError(f"{path}: no run folder under it (none holds a measurements.csv); pass "
+                          "a multirun folder or a folder of run folders")
+    return runs
+
+
+def _created(env: dict) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(env["created"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
+    file = path / "measurements.csv"
+    try:
+        rows = pd.read_csv(file)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not a readable CSV ({exc})") from None
+    missing = [c for c in REQUIRED if c not in rows.columns]
+    if missing:
+        raise ConfigError(f"{file}: missing column(s) {', '.join(missing)}")
+    try:
+        env = json.loads((path / "env.json").read_text())
+    except (OSError, ValueError):
+        env = {}  # an old or partial run: no peaks, no reference, oldest in the dedup order
+    # The results writer puts the op's size columns between the leading keys and `status`,
+    # and appends new metrics after it, so this stays right as metrics are added.
+    before = list(rows.columns[: list(rows.columns).index("status")])
+    leading = {"suite", "op", "case_id", "variant", "family", "dtype", "device"}
+    params = [c for c in before if c not in leading]
+    run = Run(path, env, _created(env), params)
+    return run, rows.assign(run=str(path), created=run.created)
+
+
+def _order_key(run: Run):
+    # Runs without a readable `created` sort first (oldest); equal stamps fall back to the path.
+    return (run.created is not None, run.created or dt.datetime.min, str(run.path))
+
+
+def _deduplicate(rows: pd.DataFrame, order: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows = rows.assign(_order=rows["run"].map(order)).sort_values("_order", kind="stable")
+    newest = ~rows.duplicated(KEY, keep="last")
+    kept, dropped = rows[newest], rows[~newest]
+    winners = kept.set_index(KEY)[["run", "created"]].rename(
+        columns={"run": "kept_run", "created": "kept_created"})
+    dropped = dropped[KEY + ["run", "created"]].join(winners, on=KEY)
+    # Back to each run's own row order (baseline first per case), runs in path order.
+    kept = kept.sort_index().drop(columns="_order")
+    return kept.reset_index(drop=True), dropped.reset_index(drop=True)
+
+
+def _baseline(rows: pd.DataFrame) -> str:
+    """The runner writes each case's baseline first, and the baseline is the unfused eager form
+    (attention has two eager variants; `naive` comes first)."""
+    eager = rows.loc[rows["family"] == "eager", "variant"]
+    return str(eager.iloc[0] if len(eager) else rows["variant"].iloc[0])
+
+
+def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.Series:
+    """Recomputed after the merge, so a kept row is compared with the kept baseline."""
+    ok = rows["status"] == "ok"
+    is_base = ok & (rows["variant"] == rows["suite"].map(baselines))
+    base = rows[is_base].set_index(["suite", "case_id"])["median_us"]
+    base_median = pd.Series(list(zip(rows["suite"], rows["case_id"]))).map(base).to_numpy(float)
+    return pd.Series(np.where(ok, base_median / rows["median_us"], np.nan), index=rows.index)
+
+
+def _suite_info(name: str, rows: pd.DataFrame, runs: list[Run]) -> SuiteInfo:
+    mine = [r for r in runs if r.env.get("suite", name) == name and str(r.path) in set(rows["run"])]
+    params = next((r.params for r in reversed(mine) if r.params), [])
+    reference = next((r.env["reference"] for r in reversed(mine) if r.env.get("reference")), {})
+    peaks: dict = {"matmul_tflops": {}}
+    for run in mine:  # oldest first, so the newest measurement of each peak wins
+        got = run.env.get("peaks") or {}
+        peaks["matmul_tflops"].update(got.get("matmul_tflops") or {})
+        if got.get("copy_gbps"):
+            peaks["copy_gbps"] = got["copy_gbps"]
+    return SuiteInfo(name, params, dict(reference), peaks, _baseline(rows))
+
+
+def load(path: Path) -> Collection:
+    path = Path(path)
+    loaded = [_read_run(p) for p in find_runs(path)]
+    runs = sorted((run for run, _ in loaded), key=_order_key)
+    order = {str(run.path): i for i, run in enumerate(runs)}
+    rows, dropped = _deduplicate(pd.concat([r for _, r in loaded], ignore_index=True), order)
+    for column in NUMERIC:
+        rows[column] = pd.to_numeric(rows[column], errors="coerce") if column in rows else np.nan
+    for column in TEXT:
+        if column not in rows:
+            rows[column] = ""
+    names = list(dict.fromkeys(rows["suite"]))
+    names = [n for n in SUITE_NAMES if n in names] + sorted(n for n in names if n not in SUITE_NAMES)
+    suites = {n: _suite_info(n, rows[rows["suite"] == n], runs) for n in names}
+    rows["speedup"] = _speedups(rows, {n: s.baseline for n, s in suites.items()})
+    return Collection(path, runs, rows, dropped, suites)

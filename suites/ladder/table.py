@@ -1,0 +1,93 @@
+"""The ladder table: each block at its reference shape, per dtype, one row per variant family.
+
+The reference shape (env.json `reference`) is the series' shape, which a CPU grid often does not
+reach; then the run shape closest to it stands in, by the smallest sum of |log(size / ref)|
+over the parameters (a factor of 2 off counts the same whichever way and whichever axis), and
+the table says so. A family with several variants (attention's sdpa_*) shows its fastest ok one.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from suites.ladder.loading import Collection, SuiteInfo
+from suites.ladder.render import num
+
+FAMILIES = ("eager", "library", "compile", "triton")
+COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
+           "device_us", "host_us", "median_us", "speedup", "note"]
+
+
+def shape_label(shape: dict) -> str:
+    """M4096-N4096-K4096: a case id without its dtype."""
+    return "-".join(f"{p}{int(v)}" for p, v in shape.items())
+
+
+def log_distance(shape: dict, reference: dict) -> float:
+    common = [p for p in reference if p in shape]
+    return sum(abs(math.log(shape[p] / reference[p])) for p in common) if common else math.inf
+
+
+def choose_shape(shapes: list[dict], reference: dict) -> tuple[dict, str]:
+    """(shape to show, note). `shapes` in the order to prefer on a tie (the caller passes them
+    largest first: between two equally distant shapes the bigger one says more about the
+    reference's regime, which is bigger than a CPU grid)."""
+    if not reference:
+        return shapes[0], "no reference shape recorded (env.json); largest shape run"
+    wanted = {p: int(v) for p, v in reference.items()}
+    for shape in shapes:
+        if shape == wanted:
+            return shape, "reference shape"
+    best = min(shapes, key=lambda s: log_distance(s, wanted))  # min keeps the first on a tie
+    return best, f"reference shape {shape_label(wanted)} not run; closest: {shape_label(best)}"
+
+
+def _shapes(rows: pd.DataFrame, params: list[str]) -> list[dict]:
+    """Distinct shapes, largest first (by FLOPs, then by the sizes themselves)."""
+    by_size = rows.drop_duplicates(params).assign(_f=rows["flops"].fillna(0))
+    by_size = by_size.sort_values(["_f"] + params, ascending=False, kind="stable")
+    return [{p: int(r[p]) for p in params} for _, r in by_size.iterrows()]
+
+
+def _family_row(rows: pd.DataFrame) -> tuple[pd.Series, str]:
+    ok = rows[(rows["status"] == "ok") & rows["median_us"].notna()]
+    if ok.empty:  # nothing ran: show why, with the first variant's status
+        others = ", ".join(rows["variant"].iloc[1:])
+        return rows.iloc[0], (f"also not run: {others}" if others else "")
+    best = ok.loc[ok["median_us"].idxmin()]
+    if len(ok) == 1:
+        return best, ""
+    others = ", ".join(f"{r.variant} {num(r.median_us)} us" for r in ok.itertuples()
+                       if r.variant != best["variant"])
+    return best, f"fastest of {len(ok)} ok ({others})"
+
+
+def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
+    out = []
+    for dtype, by_dtype in rows.groupby("dtype", sort=False):
+        shape, shape_note = choose_shape(_shapes(by_dtype, info.params), info.reference)
+        at = by_dtype
+        for p, v in shape.items():
+            at = at[at[p] == v]
+        families = list(FAMILIES) + sorted(set(at["family"]) - set(FAMILIES))
+        for family in families:
+            group = at[at["family"] == family]
+            if group.empty:
+                continue  # the block has no variant of this family (linear has no library)
+            row, note = _family_row(group)
+            if row["status"] != "ok" and isinstance(row.get("reason"), str) and row["reason"]:
+                note = f"{row['reason']}" + (f"; {note}" if note else "")
+            out.append({"suite": info.name, "dtype": dtype, "shape": shape_label(shape),
+                        "shape_note": shape_note, "family": family, "variant": row["variant"],
+                        "status": row["status"], "n_kernels": row["n_kernels"],
+                        "device_us": row["device_us"], "host_us": row["host_us"],
+                        "median_us": row["median_us"], "speedup": row["speedup"], "note": note})
+    return out
+
+
+def ladder_table(collection: Collection) -> pd.DataFrame:
+    out = []
+    for name, info in collection.suites.items():
+        out += suite_rows(collection.rows[collection.rows["suite"] == name], info)
+    return pd.DataFrame(out, columns=COLUMNS)

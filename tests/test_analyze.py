@@ -1,0 +1,81 @@
+"""python -m suites.analyze on real GPU fixtures, on a CPU trace the suite wrote, on a generated
+multi-step trace larger than the reader's window, and on bad files."""
+import pandas as pd
+import pytest
+
+from kernels import registry
+from kernels.base import Case
+from suites.analyze import main
+from suites.benchmarks.big_trace import write_big_trace
+from suites.harness.measure import measure
+from suites.spec import ProfileSpec, RunSpec, SuiteSpec, TimingSpec
+from trace_builders import ALEXNET_TRACE, TRITON_TRACE
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_triton_fixture_summary(capsys, tmp_path):
+    code, out, _ = run(capsys, TRITON_TRACE, "--csv", tmp_path)
+    assert code == 0
+    assert "mode: cuda on NVIDIA A100-PG509-200; 1 step(s)" in out
+    assert "triton_poi_fused_add_cos_sin_0" in out and "queue_empty" in out
+    steps = pd.read_csv(tmp_path / "steps.csv")
+    assert steps["kernels"].tolist() == [1] and steps["launch_api_us"].iloc[0] == pytest.approx(47.768)
+    assert set(pd.read_csv(tmp_path / "findings.csv")["code"]) >= {"inductor_kernels", "queue_empty"}
+
+
+def test_alexnet_without_profiler_steps_and_with_user_steps(capsys, tmp_path):
+    code, out, _ = run(capsys, ALEXNET_TRACE, "--csv", tmp_path)
+    assert code == 0 and "whole trace" in out
+    assert pd.read_csv(tmp_path / "steps.csv")["kernels"].tolist() == [98]
+    kernels = pd.read_csv(tmp_path / "kernels.csv")
+    assert kernels.loc[kernels["kind"] == "kernel", "total_us_per_call"].sum() == pytest.approx(10728)
+    code, out, _ = run(capsys, ALEXNET_TRACE, "--steps", r"measure\|forward")
+    assert code == 0 and "2 step(s)" in out
+
+
+def test_cpu_trace_written_by_the_suite(capsys, tmp_path):
+    timing = TimingSpec("t", 0.01, 3, 20, 1, 1, False, 1)
+    suite = SuiteSpec("matmul_add", "matmul_add", "M", (), ("float32",), ("eager",), "eager")
+    spec = RunSpec(suite, "cpu", timing, ProfileSpec(True, 1, 1, 3, False, 10), 0, False, False, tmp_path)
+    case = Case.make("matmul_add", {"M": 48, "N": 48, "K": 48}, "float32", "cpu")
+    row = measure(registry.get_op("matmul_add"), registry.get_variant("matmul_add", "eager"),
+                  case, spec, None).row
+    code, out, _ = run(capsys, tmp_path / row["trace"], "--label", "eager", "--csv", tmp_path / "csv")
+    assert code == 0 and "mode: cpu; 3 step(s)" in out
+    assert "aten::mm" in out
+    steps = pd.read_csv(tmp_path / "csv" / "steps.csv")
+    assert steps["kernels"].tolist() == [2, 2, 2]  # aten::mm and aten::add per call
+
+
+def test_generated_trace_bigger_than_the_read_window(capsys, tmp_path):
+    path = tmp_path / "big.json.gz"
+    copies = write_big_trace(path, megabytes=3)
+    code, out, _ = run(capsys, path, "--csv", tmp_path)
+    assert code == 0
+    steps = pd.read_csv(tmp_path / "steps.csv")
+    assert len(steps) == copies >= 3
+    assert (steps["kernels"] == 98).all()  # every copy of the AlexNet forward, by correlation
+    assert f"showing 20 of {copies}" in out or copies <= 20
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"not json at all", "expected one of"),
+    (b'{"traceEvents": [{"ph": "X", "ts": 1', "invalid JSON"),
+    (b"\x1f\x8b\x08\x00garbage", "cannot read the file"),
+])
+def test_malformed_files_get_one_line_errors(capsys, tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    code, out, err = run(capsys, path)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("fusebench: error: ") and message in err
+
+
+def test_missing_file(capsys, tmp_path):
+    code, _, err = run(capsys, tmp_path / "nope.json")
+    assert code == 2 and "no such file" in err

@@ -1,0 +1,106 @@
+"""What is specific to the attention block: its cost model, what its eager forms run (from the
+profile), and SDPA backends that a device lacks. Correctness of every variant is in
+test_variants.py, generated from the registry."""
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from kernels import registry
+from kernels.base import Case
+from suites.harness.measure import measure
+from suites.spec import ProfileSpec, RunSpec, SuiteSpec, TimingSpec
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+QUICK = TimingSpec("test", budget_s=0.01, min_samples=3, max_samples=20, warmup_calls=1,
+                   compile_warmup_calls=1, l2_flush=False, threads=torch.get_num_threads())
+TINY = {"B": 1, "H": 2, "S": 37, "D": 16}
+# The variants that pin one backend. (Not imported from kernels.attention: importing a block module
+# before registry.load_all() would register it out of ladder order.)
+PINNED = {"sdpa_math": SDPBackend.MATH, "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
+          "sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}
+
+
+def _case(dtype="float32", sizes=TINY) -> Case:
+    return Case.make("attention", sizes, dtype, DEVICE)
+
+
+def _measure(variant: str, tmp_path: Path, case: Case | None = None):
+    case = case or _case()
+    suite = SuiteSpec("attention", "attention", "S", (case.params,), (case.dtype,), (variant,),
+                      "naive")
+    spec = RunSpec(suite, DEVICE, QUICK, ProfileSpec(True, 0, 1, 2, False, 10), 0, False, False,
+                   tmp_path)
+    outcome = measure(registry.get_op("attention"), registry.get_variant("attention", variant),
+                      case, spec, baseline_err=None)
+    assert outcome.row["status"] in ("ok", "skipped"), outcome.row["reason"]
+    return outcome
+
+
+def test_cost_model_for_the_series_shape():
+    op = registry.get_op("attention")
+    case = _case("bfloat16", {"B": 8, "H": 16, "S": 1024, "D": 64})
+    assert case.id == "B8-H16-S1024-D64-bf16"
+    assert op.flops(case) == 4 * 8 * 16 * 1024**2 * 64 * 0.5  # causal: half the square
+    ideal = 4 * 8 * 16 * 1024 * 64 * 2  # q, k, v, out in bf16
+    assert op.bytes_ideal(case) == ideal == 64 * 2**20
+    scores = 8 * 16 * 1024**2 * 2  # one pass over the (B, H, S, S) scores: 256 MiB
+    assert op.bytes_moved(case, "naive") == op.bytes_unfused(case) == ideal + 10 * scores
+    assert op.bytes_moved(case, "naive_inplace") == ideal + 8 * scores
+    assert op.bytes_moved(case, "compile") == ideal + 4 * scores
+    for fused in ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "triton_flash"):
+        assert op.bytes_moved(case, fused) == ideal
+    assert op.bytes_moved(case, "sdpa") is None and op.bytes_moved(case, "sdpa_math") is None
+
+
+def test_inplace_differs_only_in_masked_fill(tmp_path):
+    naive = _measure("naive", tmp_path).profile.ops_per_call()
+    inplace = _measure("naive_inplace", tmp_path).profile.ops_per_call()
+    # Out of place, aten::masked_fill runs as aten::clone (a full copy of the scores) and then
+    # the same aten::masked_fill_ that the in-place form calls directly.
+    assert naive["aten::masked_fill"] == naive["aten::clone"] == naive["aten::masked_fill_"] == 1
+    assert inplace["aten::masked_fill_"] == 1
+    assert "aten::masked_fill" not in inplace and "aten::clone" not in inplace
+    extra = {name for name in naive if naive[name] != inplace.get(name)}
+    assert extra <= {"aten::masked_fill", "aten::clone", "aten::copy_", "aten::empty_like",
+                     "aten::empty", "aten::expand", "aten::as_strided"}
+    assert naive["aten::copy_"] == inplace.get("aten::copy_", 0) + 1  # the clone's copy
+    # The causal mask is built once in prepare, never inside the timed call.
+    for ops in (naive, inplace):
+        assert not {"aten::ones", "aten::triu", "aten::tril", "aten::fill_"} & set(ops)
+
+
+def test_sdpa_row_records_the_backend_that_ran(tmp_path):
+    row = _measure("sdpa", tmp_path).row
+    assert row["status"] == "ok" and row["backend"]  # on this CPU: flash
+    assert _measure("sdpa_math", tmp_path).row["backend"] == "math"
+
+
+def _backend_runs(backend, case: Case) -> bool:
+    x = torch.randn(1, 1, 16, case["D"], device=case.device).to(case.torch_dtype)
+    try:
+        with sdpa_kernel(backend):
+            F.scaled_dot_product_attention(x, x, x, is_causal=True)
+        return True
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_missing_sdpa_backends_are_skipped_with_a_reason(dtype, tmp_path):
+    case = _case(dtype)
+    missing = []
+    for name, backend in PINNED.items():
+        reason = registry.get_variant("attention", name).supports(case)
+        if _backend_runs(backend, case):
+            assert reason is None, f"{name}: {reason}"
+        else:
+            assert reason and backend.name in reason and DEVICE in reason
+            missing.append(name)
+    if DEVICE == "cpu":  # what this CPU build has: math and a flash-style C++ kernel
+        assert set(missing) == {"sdpa_efficient", "sdpa_cudnn"}
+    for name in missing:  # a row, not an exception
+        row = _measure(name, tmp_path, case).row
+        assert row["status"] == "skipped" and "no kernel" in row["reason"]

@@ -1,0 +1,230 @@
+"""python -m suites.collect: the ladder across blocks, on synthetic run folders with known answers
+and on small real runs made by run_suite.py."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from suites.collect import main
+from suites.ladder.breakeven import NEVER, breakeven_table, sentences
+from suites.ladder.fits import crossover, fit_overhead
+from suites.ladder.table import choose_shape
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUTS = ["ladder.html", "ladder.md", "ladder.csv", "fits.csv", "breakeven.csv"]
+
+
+def _row(suite, shape, variant, family, median_us, dtype="float32", status="ok", **extra):
+    case_id = "-".join(f"{p}{v}" for p, v in shape.items()) + "-fp32"
+    flops = extra.pop("flops", float(np.prod(list(shape.values()))) * 2)
+    median_us = median_us if status == "ok" else math.nan  # a row that did not run has no times
+    row = {"suite": suite, "op": suite, "case_id": case_id, "variant": variant, "family": family,
+           "dtype": dtype, "device": "cpu", **shape, "status": status, "reason": "",
+           "median_us": median_us,
+           "host_us": median_us, "device_us": median_us / 2, "n_kernels": 2.0, "flops": flops,
+           "bytes": flops / 10, "intensity": 10.0, "tflops": flops / median_us / 1e6,
+           "speedup": math.nan, "first_call_ms": math.nan, "compile_ms": math.nan}
+    row.update(extra)
+    return row
+
+
+def _write_run(folder: Path, suite: str, rows, reference=None, created="2026-01-01T10:00:00"):
+    folder.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(folder / "measurements.csv", index=False)
+    env = {"created": created, "device": "cpu", "cpu": "test cpu", "suite": suite,
+           "reference": reference or {},
+           "peaks": {"matmul_tflops": {"float32": 1.0}, "copy_gbps": 100.0}}
+    (folder / "env.json").write_text(json.dumps(env))
+    return folder
+
+
+def _collect(folder, out, capsys):
+    assert main([str(folder), "--out", str(out)]) == 0
+    return capsys.readouterr().out
+
+
+# --- the numbers, checked exactly ---------------------------------------------------------------
+
+def test_the_fit_recovers_a_known_overhead_and_throughput():
+    flops = np.array([1e6, 1e7, 1e8, 1e9, 1e10])
+    fit = fit_overhead(flops, 20 + flops / 1e12 * 1e6)  # 20 us + work at 1 TFLOP/s
+    assert fit.overhead_us == pytest.approx(20, rel=1e-9)
+    assert fit.tflops == pytest.approx(1.0, rel=1e-9)
+    assert fit.max_rel_err < 1e-9 and fit.note == ""
+
+
+def test_a_negative_overhead_is_clamped_and_said():
+    # The line through (1e6, 1 us) and (1e8, 200 us) crosses 0 us at a positive FLOP count.
+    fit = fit_overhead([1e6, 1e8], [1.0, 200.0])
+    assert fit.overhead_us == 0.0 and "clamped" in fit.note
+    # With a = 0: b = sum(f/t) / sum((f/t)^2) over f/t = 1e6, 5e5.
+    assert fit.tflops == pytest.approx(1e-6 / (1.5e6 / 1.25e12))
+    assert fit_overhead([1e6, 1e6], [3.0, 4.0]) is None  # one work size: not identifiable
+
+
+def test_the_crossover_is_interpolated_in_log_space():
+    # log(device/host) goes from log 0.5 to log 2 between 1e6 and 1e8: zero halfway, at 1e7.
+    x, where = crossover([1e5, 1e6, 1e8, 1e9], [1, 5, 20, 8], [10, 10, 10, 10], list("abcd"))
+    assert x == pytest.approx(1e7)
+    assert where == "at 1e+07 FLOPs (between b and c)"
+    assert crossover([1e6, 1e8], [1, 2], [10, 10])[1] == "never within the grid"
+    x, where = crossover([1e6, 1e8], [12, 20], [10, 10], ["s", "l"])
+    assert math.isnan(x) and where == "from the smallest shape (s)"
+
+
+def test_break_even_counts_calls_and_says_never():
+    rows = pd.DataFrame([
+        _row("mlp", {"T": 8}, "eager", "eager", 100.0),
+        _row("mlp", {"T": 8}, "compile", "compile", 120.0, compile_ms=5.0),
+        _row("mlp", {"T": 64}, "eager", "eager", 100.0),
+        _row("mlp", {"T": 64}, "compile", "compile", 60.0, compile_ms=2.0),
+        _row("mlp", {"T": 128}, "eager", "eager", 100.0),
+        _row("mlp", {"T": 128}, "compile", "compile", 1.0, status="skipped"),
+    ])
+    table = breakeven_table(rows, "mlp", "eager").set_index("case_id")
+    assert table.loc["T64-fp32", "saved_us"] == 40.0
+    assert table.loc["T64-fp32", "calls"] == pytest.approx(2.0 * 1000 / 40)  # 50 calls
+    assert table.loc["T64-fp32", "verdict"] == "after 50 calls"
+    assert math.isnan(table.loc["T8-fp32", "calls"]) and table.loc["T8-fp32", "verdict"] == NEVER
+    assert table.loc["T128-fp32", "verdict"] == "compile skipped"
+    [sentence] = sentences(table.reset_index())
+    assert sentence == ("compile pays for itself after 50 calls at T64-fp32; never at the smallest "
+                        "shape (T8-fp32, slower per call); it pays off at 1 of 2 shapes; not "
+                        "measured at 1 shape(s) (compile skipped)")
+
+
+def test_the_closest_shape_is_the_smallest_log_distance():
+    ref = {"B": 8, "S": 1024, "D": 64}
+    shapes = [{"B": 1, "S": 1024, "D": 64},   # distance log 8 = 2.08
+              {"B": 4, "S": 512, "D": 64},    # log 2 + log 2 = 1.39
+              {"B": 8, "S": 128, "D": 64}]    # log 8
+    shape, note = choose_shape(shapes, ref)
+    assert shape == {"B": 4, "S": 512, "D": 64}
+    assert note == "reference shape B8-S1024-D64 not run; closest: B4-S512-D64"
+    assert choose_shape(shapes + [dict(ref)], ref) == (ref, "reference shape")
+    # A tie keeps the first shape offered (the caller offers the largest first).
+    assert choose_shape([{"B": 16, "S": 1024, "D": 64}, {"B": 4, "S": 1024, "D": 64}], ref)[0]["B"] == 16
+
+
+# --- whole collect runs on synthetic folders ----------------------------------------------------
+
+def test_ladder_rows_families_and_the_closest_shape_note(tmp_path, capsys):
+    ref = {"B": 8, "S": 1024}
+    rows = []
+    for s in (128, 512):
+        shape = {"B": 1, "S": s}
+        rows += [_row("attention", shape, "naive", "eager", 100.0 * s),
+                 _row("attention", shape, "sdpa_math", "library", 80.0 * s),
+                 _row("attention", shape, "sdpa_flash", "library", 30.0 * s),
+                 _row("attention", shape, "triton_flash", "triton", None, status="skipped",
+                      reason="needs a CUDA GPU")]
+    _write_run(tmp_path / "runs" / "a", "attention", rows, ref)
+    printed = _collect(tmp_path / "runs", tmp_path / "out", capsys)
+    ladder = pd.read_csv(tmp_path / "out" / "ladder.csv")
+    assert (ladder["shape"] == "B1-S512").all()
+    assert (ladder["shape_note"] == "reference shape B8-S1024 not run; closest: B1-S512").all()
+    library = ladder.set_index("family").loc["library"]
+    assert library["variant"] == "sdpa_flash" and library["speedup"] == pytest.approx(100 / 30)
+    assert "fastest of 2 ok" in library["note"]
+    triton = ladder.set_index("family").loc["triton"]
+    assert triton["status"] == "skipped" and "needs a CUDA GPU" in triton["note"]
+    assert "B1-S512 (reference shape B8-S1024 not run; closest: B1-S512)" in printed
+
+
+def test_a_duplicate_keeps_the_newest_and_is_listed(tmp_path, capsys):
+    shape = {"M": 64, "N": 64, "K": 64}
+    old = [_row("matmul_add", shape, "eager", "eager", 50.0),
+           _row("matmul_add", shape, "compile", "compile", 40.0, compile_ms=1.0)]
+    new = [_row("matmul_add", shape, "eager", "eager", 30.0)]
+    _write_run(tmp_path / "runs" / "z_old", "matmul_add", old, created="2026-01-01T10:00:00")
+    _write_run(tmp_path / "runs" / "a_new", "matmul_add", new, created="2026-02-01T10:00:00")
+    printed = _collect(tmp_path / "runs", tmp_path / "out", capsys)
+    ladder = pd.read_csv(tmp_path / "out" / "ladder.csv").set_index("family")
+    assert ladder.loc["eager", "median_us"] == 30.0
+    # The kept compile row is compared with the kept (newer) baseline.
+    assert ladder.loc["compile", "speedup"] == pytest.approx(30 / 40)
+    assert "1 row(s) appeared in more than one run folder" in printed
+    md = (tmp_path / "out" / "ladder.md").read_text()
+    assert "## Duplicates dropped" in md
+    dropped_line = next(line for line in md.splitlines()
+                        if "| matmul_add | M64-N64-K64-fp32 |" in line)
+    assert "z_old" in dropped_line and "a_new" in dropped_line
+
+
+def test_default_output_folder_is_inside_the_input(tmp_path, capsys):
+    _write_run(tmp_path / "runs" / "r", "linear", [_row("linear", {"T": 8}, "eager", "eager", 5.0)])
+    assert main([str(tmp_path / "runs")]) == 0
+    assert f"ladder folder: {tmp_path / 'runs' / 'ladder'}" in capsys.readouterr().out
+    assert (tmp_path / "runs" / "ladder" / "ladder.html").is_file()
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "file", "bad_csv", "out_is_a_file"])
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, make):
+    target, extra = tmp_path / "in", []
+    if make == "out_is_a_file":
+        _write_run(target / "r", "linear", [_row("linear", {"T": 8}, "eager", "eager", 5.0)])
+        (tmp_path / "taken").write_text("x")
+        extra = ["--out", str(tmp_path / "taken")]
+    elif make == "empty":
+        target.mkdir()
+    elif make == "file":
+        target.write_text("x")
+    elif make == "bad_csv":
+        (target / "r").mkdir(parents=True)
+        (target / "r" / "measurements.csv").write_text("just,one\n1,2\n")
+    assert main([str(target), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fusebench: error: ") and err.count("\n") == 1
+
+
+# --- small real runs ----------------------------------------------------------------------------
+
+TINY = {"matmul_add": ["suite.sizes=[16,32]"],
+        "linear": ["suite.axes={T:[16,32],IN:[8],OUT:[8]}"]}
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ladder_real")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)  # a user's run: Triton rows are skipped on a CPU
+    # The two runs at once: only their numbers would suffer, and the test reads no numbers.
+    jobs = [subprocess.Popen([sys.executable, str(ROOT / "run_suite.py"), f"suite={suite}", *grid,
+                              "suite.dtypes=[float32]", "device=cpu", "timing=quick",
+                              f"hydra.run.dir={root / f'{i}_{suite}'}"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+            for i, (suite, grid) in enumerate(TINY.items())]
+    for job in jobs:
+        output, _ = job.communicate(timeout=600)
+        assert job.returncode == 0, output[-3000:]
+    return root
+
+
+def test_real_runs_make_every_output(real_runs, tmp_path, capsys):
+    out = tmp_path / "ladder"
+    printed = _collect(real_runs, out, capsys)
+    for name in OUTPUTS:
+        assert (out / name).stat().st_size > 100, name
+    for suite in TINY:
+        for kind in ("fit", "roofline"):
+            assert (out / f"{suite}_{kind}.png").stat().st_size > 10_000, (suite, kind)
+    ladder = pd.read_csv(out / "ladder.csv")
+    assert list(dict.fromkeys(ladder["suite"])) == ["matmul_add", "linear"]  # ladder order
+    assert (ladder.loc[ladder["family"] == "eager", "status"] == "ok").all()
+    assert set(ladder.loc[ladder["suite"] == "matmul_add", "shape_note"]) == {
+        "reference shape M4096-N4096-K4096 not run; closest: M32-N32-K32"}
+    fits = pd.read_csv(out / "fits.csv")
+    assert set(fits["suite"]) == set(TINY) and fits["overhead_us"].notna().all()
+    breakeven = pd.read_csv(out / "breakeven.csv")
+    assert set(breakeven["variant"]) == {"compile"} and len(breakeven) == 4
+    page = (out / "ladder.html").read_text()
+    assert page.count("data:image/png;base64,") == 4 and "<script" not in page
+    assert "## matmul_add" in (out / "ladder.md").read_text()
+    assert f"ladder folder: {out}" in printed and "compile" in printed

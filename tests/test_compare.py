@@ -1,0 +1,196 @@
+"""python -m suites.compare: the bootstrap decision, the join of two run folders, the outputs, and
+one comparison of real runs of run_suite.py."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from suites.compare import main
+from suites.comparison.bootstrap import ratio_ci, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUTS = ["compare.csv", "compare.md", "compare.html", "compare.png"]
+
+
+# --- the decision, on synthetic samples ----------------------------------------------------
+
+def noisy(median, n, seed, spread=0.05):
+    """Skewed like real per-call times: a floor plus a lognormal tail."""
+    rng = np.random.default_rng(seed)
+    return median * (1 - spread) + median * spread * rng.lognormal(0.0, 0.5, n)
+
+
+def test_clearly_faster():
+    a, b = noisy(100.0, 300, 1), noisy(50.0, 300, 2)
+    ci = ratio_ci(a, b)
+    assert ci.high < 1.0 and ci.low <= ci.ratio <= ci.high
+    assert 0.45 < ci.ratio < 0.55
+    assert verdict(ci) == "faster"
+    assert verdict(ratio_ci(b, a)) == "slower"
+
+
+def test_identical_distributions_are_the_same():
+    ci = ratio_ci(noisy(100.0, 300, 3), noisy(100.0, 300, 4))
+    assert ci.low < 1.0 < ci.high
+    assert verdict(ci) == "same"
+
+
+def test_a_shift_below_min_effect_is_the_same():
+    # 0.5% slower with 20k samples: the CI excludes 1, yet it is not a result worth reporting.
+    a, b = noisy(100.0, 20_000, 5, spread=0.01), noisy(100.5, 20_000, 6, spread=0.01)
+    ci = ratio_ci(a, b, resamples=500)
+    assert ci.low > 1.0
+    assert verdict(ci, min_effect=0.02) == "same"
+    assert verdict(ci, min_effect=0.0) == "slower"
+
+
+def test_the_seed_makes_it_deterministic():
+    a, b = noisy(100.0, 50, 7), noisy(97.0, 50, 8)
+    assert ratio_ci(a, b, seed=3) == ratio_ci(a, b, seed=3)
+    assert ratio_ci(a, b, seed=3) != ratio_ci(a, b, seed=4)
+
+
+# --- two run folders written by hand ---------------------------------------------------------
+
+def write_run(folder: Path, rows, commit="abc1234", n=60, seed=0):
+    """rows: (case_id, variant, status, reason, median_us); samples only for ok rows."""
+    folder.mkdir(parents=True)
+    records, samples = [], []
+    for i, (case_id, variant, status, reason, median) in enumerate(rows):
+        records.append(dict(suite="matmul_add", op="matmul_add", case_id=case_id, variant=variant,
+                            dtype="float32", status=status, reason=reason,
+                            median_us=median if status == "ok" else np.nan))
+        if status == "ok":
+            times = noisy(median, n, seed * 1000 + i)
+            samples += [dict(suite="matmul_add", case_id=case_id, variant=variant, sample=s,
+                             time_us=t) for s, t in enumerate(times)]
+    pd.DataFrame(records).to_csv(folder / "measurements.csv", index=False)
+    pd.DataFrame(samples).to_csv(folder / "samples.csv", index=False)
+    env = {"created": "2026-01-01T10:00:00", "fusebench_commit": commit, "torch": "2.13.0+cpu",
+           "device": "cpu", "cpu": "Test CPU", "threads": 2, "suite": "matmul_add",
+           "timing": {"preset": "quick"}}
+    (folder / "env.json").write_text(json.dumps(env))
+    return folder
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    a = write_run(tmp_path / "a", [("M64", "eager", "ok", "", 100.0),
+                                   ("M64", "addmm", "ok", "", 80.0),
+                                   ("M128", "eager", "ok", "", 200.0),
+                                   ("M128", "addmm", "ok", "", 150.0),
+                                   ("M16", "eager", "ok", "", 10.0)], commit="aaaaaaa", seed=1)
+    b = write_run(tmp_path / "b", [("M64", "eager", "ok", "", 50.0),
+                                   ("M64", "addmm", "ok", "", 120.0),
+                                   ("M128", "eager", "ok", "", 200.0),
+                                   ("M128", "addmm", "skipped", "needs a CUDA GPU", 0.0),
+                                   ("M256", "eager", "ok", "", 400.0)], commit="bbbbbbb", seed=2)
+    return a, b
+
+
+def test_every_row_is_listed_with_its_verdict(two_runs, tmp_path, capsys):
+    a, b = two_runs
+    out = tmp_path / "out"
+    assert main([str(a), str(b), "--out", str(out)]) == 0
+    frame = pd.read_csv(out / "compare.csv", keep_default_na=False, na_values=[""])
+    got = {(r.case_id, r.variant): r for r in frame.itertuples()}
+    assert len(frame) == 6
+    assert got[("M64", "eager")].verdict == "faster"
+    assert got[("M64", "eager")].ci_high < 1.0
+    assert got[("M64", "addmm")].verdict == "slower"
+    assert got[("M128", "eager")].verdict == "same"
+    skipped = got[("M128", "addmm")]
+    assert skipped.verdict == "not comparable" and skipped.status_b == "skipped"
+    assert "needs a CUDA GPU" in skipped.note
+    assert got[("M16", "eager")].verdict == "only in A"
+    assert got[("M256", "eager")].verdict == "only in B"
+    assert list(frame.columns) == ["suite", "case_id", "variant", "dtype", "median_a_us",
+                                   "median_b_us", "ratio", "ci_low", "ci_high", "verdict", "n_a",
+                                   "n_b", "status_a", "status_b", "note"]
+    for name in OUTPUTS:
+        assert (out / name).is_file(), name
+    assert (out / "compare.png").stat().st_size > 15_000  # a real plot, not an empty canvas
+    md = (out / "compare.md").read_text()
+    assert "aaaaaaa" in md and "bbbbbbb" in md and "1 faster" in md
+    html = (out / "compare.html").read_text()
+    assert "data:image/png;base64," in html and "bbbbbbb" in html
+    stdout = capsys.readouterr().out
+    assert "| M16 | eager |" in stdout
+    assert stdout.strip().endswith(f"compare folder: {out}")
+
+
+def test_default_output_folder_is_under_results_compare(two_runs, tmp_path, monkeypatch, capsys):
+    a, b = two_runs
+    monkeypatch.chdir(tmp_path)
+    assert main([str(a), str(b)]) == 0
+    (made,) = (tmp_path / "results" / "compare").iterdir()
+    assert {p.name for p in made.iterdir()} == set(OUTPUTS)
+    assert capsys.readouterr().out.strip().endswith(str(Path("results") / "compare" / made.name))
+
+
+def test_a_row_in_two_runs_of_one_side_is_an_error(two_runs, tmp_path, capsys):
+    a, b = two_runs
+    both = tmp_path / "both"
+    both.mkdir()
+    a.rename(both / "a")
+    write_run(both / "again", [("M64", "eager", "ok", "", 100.0)])
+    assert main([str(both), str(b), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "matmul_add/M64/eager is in 2 run folders" in err
+
+
+@pytest.mark.parametrize("args", [["{tmp}/missing", "{b}"], ["{tmp}/empty", "{b}"],
+                                  ["{b}", "{b}/measurements.csv/x"], ["{b}"],
+                                  ["{b}", "{b}", "--confidence", "95"]])
+def test_bad_input_is_one_line_and_exit_code_2(two_runs, tmp_path, capsys, args):
+    (tmp_path / "empty").mkdir()
+    argv = [x.format(tmp=tmp_path, b=two_runs[1]) for x in args]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("fusebench: error: ") and captured.err.count("\n") == 1
+    assert "Traceback" not in captured.err
+
+
+# --- real runs of run_suite.py ---------------------------------------------------------------
+
+TINY = ["suite.sizes=[16]", "suite.dtypes=[float32]", "suite.variants=[eager,addmm]", "device=cpu",
+        "timing=quick", "calibrate=false", "profile=off"]
+
+
+def run(*args):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_real_runs_and_a_multirun_folder(tmp_path):
+    for name in ("a", "b"):
+        done = run("run_suite.py", *TINY, f"hydra.run.dir={tmp_path / name}")
+        assert done.returncode == 0, done.stderr[-2000:]
+    done = run("run_suite.py", "-m", *TINY[1:], "suite.sizes=[16],[24]",
+               f"hydra.sweep.dir={tmp_path / 'multi'}")
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    done = run("-m", "suites.compare", str(tmp_path / "a"), str(tmp_path / "b"),
+               "--out", str(tmp_path / "ab"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    frame = pd.read_csv(tmp_path / "ab" / "compare.csv")
+    assert len(frame) == 2
+    # Real timings on a shared machine: any decided verdict is fine, a hole is not.
+    assert set(frame["verdict"]) <= {"faster", "slower", "same"}
+    assert frame["ci_low"].le(frame["ci_high"]).all() and (frame["n_a"] >= 5).all()
+    assert f"compare folder: {tmp_path / 'ab'}" in done.stdout
+
+    done = run("-m", "suites.compare", str(tmp_path / "a"), str(tmp_path / "multi"),
+               "--out", str(tmp_path / "am"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    frame = pd.read_csv(tmp_path / "am" / "compare.csv")
+    verdicts = frame.set_index("case_id")["verdict"]
+    assert len(frame) == 4 and (verdicts["M24-N24-K24-fp32"] == "only in B").all()
+    assert "2 run folders" not in done.stderr  # the sweep's two jobs hold different rows

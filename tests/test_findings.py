@@ -1,0 +1,161 @@
+"""Findings on synthetic events (each detector's signal, and its absence) and on the real A100
+fixtures where they carry the signal."""
+import pytest
+
+from suites.findings.core import FindingContext, run_detectors
+from suites.profiling.call_profile import CallProfile
+from suites.profiling.trace_analysis import analyze
+from suites.profiling.trace_events import read_trace
+from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, write
+
+
+def profile_of(events, tmp_path, label="call", name="t.json"):
+    return CallProfile(analyze(read_trace(write({"traceEvents": events}, tmp_path / name)), label=label))
+
+
+def codes(profile, **ctx):
+    device = ctx.pop("device_type", profile.analysis.mode)
+    return {f.code: f for f in run_detectors(FindingContext(device_type=device, profile=profile, **ctx))}
+
+
+def cpu_step(step, t0, ops, label="call", host=100.0):
+    """ops: [(name, start offset, duration)] inside one step's record_function range."""
+    events = [event(f"ProfilerStep#{step}", "user_annotation", t0, host + 10),
+              event(label, "user_annotation", t0 + 1, host)]
+    return events + [event(name, "cpu_op", t0 + 1 + at, dur) for name, at, dur in ops]
+
+
+def test_overhead_vs_compute_bound_on_cpu(tmp_path):
+    small = profile_of(cpu_step(0, 0, [("aten::mm", 60, 10)]), tmp_path, name="s.json")
+    big = profile_of(cpu_step(0, 0, [("aten::mm", 2, 95)]), tmp_path, name="b.json")
+    assert "overhead_bound" in codes(small)
+    found = codes(big, row={"roofline_bound": "compute", "intensity": 300.0})
+    assert "compute_bound" in found and "overhead_bound" not in found
+    assert "memory_bound" in codes(big, row={"roofline_bound": "memory", "intensity": 2.0})
+
+
+def test_cold_start_first_step_much_wider(tmp_path):
+    events = cpu_step(0, 0, [("aten::mm", 2, 900)], host=1000)
+    for i in range(1, 4):
+        events += cpu_step(i, 2000 + i * 200, [("aten::mm", 2, 90)])
+    found = codes(profile_of(events, tmp_path))
+    assert "cold_start" in found and found["cold_start"].evidence["first_step_us"] > 1000
+    warm = sum((cpu_step(i, i * 200, [("aten::mm", 2, 90)]) for i in range(4)), [])
+    assert "cold_start" not in codes(profile_of(warm, tmp_path, name="w.json"))
+
+
+def test_late_first_op_after_a_long_gap(tmp_path):
+    found = codes(profile_of(cpu_step(0, 0, [("aten::mm", 800, 50)], host=900), tmp_path))
+    assert found["late_first_op"].evidence["gap_us"] == pytest.approx(800)
+
+
+def test_dispatcher_fusion_and_kernel_count_against_the_baseline(tmp_path):
+    base = profile_of(cpu_step(0, 0, [("aten::mm", 2, 50), ("aten::add", 60, 10)]), tmp_path, name="a.json")
+    fused = profile_of(cpu_step(0, 0, [("aten::addmm", 2, 55)]), tmp_path, name="b.json")
+    found = codes(fused, row={"n_kernels": 1}, baseline_row={"n_kernels": 2}, baseline_profile=base)
+    assert "aten::addmm replaced aten::mm + aten::add" in found["dispatcher_fusion"].statement
+    assert found["kernels_fell"].evidence == {"baseline_kernels": 2, "kernels": 1}
+    same = codes(base, row={"n_kernels": 2}, baseline_row={"n_kernels": 2}, baseline_profile=base)
+    assert "no_dispatcher_fusion" in same and "kernels_fell" not in same
+
+
+def test_inductor_fused_kernels_named_when_kernels_fall(tmp_path):
+    base = profile_of(cpu_step(0, 0, [("aten::gelu", 2, 20), ("aten::mul", 30, 20)]), tmp_path, name="a.json")
+    fused = profile_of(cpu_step(0, 0, [("graph_0_cpp_fused_gelu_mul_0", 2, 25)]), tmp_path, name="b.json")
+    found = codes(fused, row={"n_kernels": 1}, baseline_row={"n_kernels": 2}, baseline_profile=base)
+    assert "cpp_fused_gelu_mul_0" in found["kernels_fell"].statement
+
+
+def test_hidden_copy_on_gpu_with_its_bytes(tmp_path):
+    events = gpu_step(1, 0.0, kernels=(("k", 5.0),))
+    events.append(event("cudaMemcpyAsync", "cuda_runtime", 30, 3, correlation=900))
+    events.append(event("Memcpy DtoD (Device -> Device)", "gpu_memcpy", 40, 2, tid=7,
+                        correlation=900, bytes=4096))
+    found = codes(profile_of(events, tmp_path))
+    assert found["hidden_copy"].evidence["bytes_per_call"] == 4096
+
+
+def test_hidden_copy_on_cpu_names_the_enclosing_op(tmp_path):
+    copy = profile_of(cpu_step(0, 0, [("aten::addmm", 2, 50), ("aten::copy_", 4, 5)]), tmp_path, name="c.json")
+    base = profile_of(cpu_step(0, 0, [("aten::mm", 2, 50)]), tmp_path, name="b.json")
+    found = codes(copy, baseline_row={}, baseline_profile=base)
+    assert "inside aten::addmm" in found["hidden_copy"].statement
+
+
+def test_compile_host_overhead_on_small_ops(tmp_path):
+    compiled = profile_of(cpu_step(0, 0, [("Torch-Compiled Region: 0/0", 2, 60),
+                                          ("aten::addmm", 40, 5)]), tmp_path)
+    found = codes(compiled, row={"family": "compile", "host_us": 100.0},
+                  baseline_row={"host_us": 30.0})
+    assert found["compile_host_overhead"].evidence["host_us"] == 100.0
+    assert "compile_host_overhead" not in codes(compiled, row={"family": "compile", "host_us": 31.0},
+                                                baseline_row={"host_us": 30.0})
+
+
+def test_recompile_when_the_region_index_changes(tmp_path):
+    events = []
+    for i, region in enumerate(["Torch-Compiled Region: 0/0", "Torch-Compiled Region: 0/0",
+                                "Torch-Compiled Region: 0/1"]):
+        events += cpu_step(i, i * 200, [(region, 2, 50), ("aten::mm", 5, 40)])
+    assert "recompile" in codes(profile_of(events, tmp_path))
+    steady = sum((cpu_step(i, i * 200, [("Torch-Compiled Region: 0/0", 2, 50)]) for i in range(3)), [])
+    assert "recompile" not in codes(profile_of(steady, tmp_path, name="s.json"))
+
+
+def test_kernel_time_variance_across_steps(tmp_path):
+    events = []
+    for i, dur in enumerate([10.0, 10.0, 80.0, 10.0]):
+        events += gpu_step(i, i * 200.0, kernels=(("jittery", dur), ("steady", 10.0)), corr_base=10 * i)
+    found = codes(profile_of(events, tmp_path))
+    assert found["kernel_variance"].evidence["kernel"] == "jittery"
+
+
+def test_metadata_only_ops(tmp_path):
+    found = codes(profile_of(cpu_step(0, 0, [("aten::view", 2, 3), ("aten::t", 6, 2),
+                                             ("aten::mm", 10, 50)]), tmp_path))
+    assert found["metadata_ops"].evidence["ops_per_call"] == 2
+
+
+def test_tensor_cores_unused_only_in_low_precision_runs():
+    profile = CallProfile(analyze(read_trace(ALEXNET_TRACE)))  # fp32: ampere_sgemm kernels
+    assert "tensor_cores_unused" in codes(profile, dtype="bfloat16")
+    assert "tensor_cores_unused" not in codes(profile, dtype="float32")
+
+
+def test_sdpa_backend(tmp_path):
+    found = codes(profile_of(cpu_step(0, 0, [("aten::scaled_dot_product_attention", 2, 50),
+                                             ("aten::_scaled_dot_product_flash_attention_for_cpu", 3, 45)]),
+                             tmp_path))
+    assert found["sdpa_backend"].evidence == {"backend": "flash"}
+
+
+def test_gpu_queue_empty_and_full(tmp_path):
+    events = gpu_step(1, 0.0, kernels=(("k", 2.0),), host_dur=400)  # starts as soon as launched
+    for e in events:
+        if e["cat"] == "kernel":
+            e["ts"] = 2 + 1 + 5  # the launch returns at 8 us
+    assert "queue_empty" in codes(profile_of(events, tmp_path, name="e.json"))
+    queued = gpu_step(1, 0.0, kernels=(("k", 300.0),), host_dur=40)
+    for e in queued:
+        if e["cat"] == "kernel":
+            e["ts"] = 200.0  # waits behind earlier work
+    assert "queue_full" in codes(profile_of(queued, tmp_path, name="f.json"))
+
+
+def test_fixture_triton_trace_findings():
+    found = codes(CallProfile(analyze(read_trace(TRITON_TRACE))))
+    assert "triton_poi_fused_add_cos_sin_0" in found["inductor_kernels"].statement
+    assert "queue_empty" in found and "overhead_bound" in found
+
+
+def test_fixture_alexnet_findings_per_measured_step():
+    profile = CallProfile(analyze(read_trace(ALEXNET_TRACE), step_pattern=r"measure\|forward"))
+    assert len(profile.steps) == 2 and {s.n_kernels for s in profile.steps} == {40}
+    found = codes(profile)
+    assert "metadata_ops" in found and "overhead_bound" in found
+
+
+def test_noisy_timing_when_calls_stall(tmp_path):
+    profile = profile_of(cpu_step(0, 0, [("aten::mm", 2, 90)]), tmp_path)
+    assert "noisy_timing" in codes(profile, row={"median_us": 10.0, "p90_us": 8000.0, "n_samples": 5})
+    assert "noisy_timing" not in codes(profile, row={"median_us": 10.0, "p90_us": 12.0})
