@@ -2,8 +2,9 @@
 reference, cost model) and a Variant (one implementation, prepared into a zero-argument call)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+import contextlib
+from dataclasses import dataclass
+from typing import Callable, ContextManager, Mapping
 
 import torch
 
@@ -102,7 +103,7 @@ class Variant:
     """One implementation of an op.
 
     `prepare(case, inputs)` does all set-up (compilation wrappers, weight layout) and returns the
-    zero-argument call that is checked, timed and profiled. Lazy work (a compile, an autotune)
+    zero-argument call that is checked, timed and profiled, inside `scope()`. Lazy work (a compile, an autotune)
     happens in the first call, which the harness times separately.
     """
 
@@ -112,7 +113,9 @@ class Variant:
     prepare: Callable[[Case, Inputs], Call]
     supports: Callable[[Case], str | None] = always_supported
     description: str = ""
-    tags: tuple[str, ...] = field(default=())
+    # Entered once around all of a variant's calls (first call, check, timing, profile): global
+    # settings a variant needs, such as a pinned SDPA backend, without timing their set-up.
+    scope: Callable[[], ContextManager] = contextlib.nullcontext
 
     def __post_init__(self):
         if self.family not in FAMILIES:

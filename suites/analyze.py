@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.base import DTYPES
+from suites import cli
 from suites.findings.core import FindingContext, run_detectors
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.trace_analysis import analyze
@@ -69,7 +70,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m suites.analyze",
                                      description="Analyse a torch.profiler Chrome trace.")
     parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
@@ -80,13 +81,12 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=list(DTYPES), help="the run's dtype (enables the "
                                                                "tensor-cores-unused check)")
     parser.add_argument("--top", type=int, default=10, help="kernels to list")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def analyze_trace(args) -> None:
     started = time.perf_counter()
-    try:
-        trace = read_trace(args.trace)
-    except TraceFormatError as exc:
-        print(f"fusebench: error: {exc}", file=sys.stderr)
-        return 2
+    trace = read_trace(args.trace)
     profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
     ctx = FindingContext(device_type=profile.analysis.mode, profile=profile, dtype=args.dtype)
     findings = run_detectors(ctx)
@@ -97,7 +97,12 @@ def main(argv=None) -> int:
         pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
         pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)
         print(f"\ncsv: {args.csv}")
-    return 0
+
+
+def main(argv=None) -> int:
+    # A trace that cannot be read or analysed is one line and exit code 2; argparse's own
+    # errors keep argparse's usage message.
+    return cli.run_main(_parser(), analyze_trace, argv, errors=(TraceFormatError,))
 
 
 if __name__ == "__main__":

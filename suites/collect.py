@@ -16,22 +16,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from suites import cli
 from suites.errors import ConfigError
 from suites.ladder import render
 from suites.ladder.loading import load
-from suites.ladder.report import analyse, write_outputs
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's errors as fusebench's: one line, exit code 2 (argparse prints usage too)."""
-
-    def error(self, message):
-        raise ConfigError(message)
+from suites.ladder.report import analyze, write_outputs
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m suites.collect", description=__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.Parser(prog="python -m suites.collect", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="a folder holding run folders (or one run folder)")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: <folder>/ladder)")
@@ -43,7 +37,7 @@ def collect(args) -> Path:
     out_dir = args.out if args.out is not None else args.folder / "ladder"
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir}: exists and is not a folder")
-    ladder = analyse(collection)
+    ladder = analyze(collection)
     write_outputs(ladder, out_dir)
     print(render.summary(ladder))
     print(f"ladder folder: {out_dir}")
@@ -51,12 +45,7 @@ def collect(args) -> Path:
 
 
 def main(argv=None) -> int:
-    try:
-        collect(_parser().parse_args(argv))
-    except (ConfigError, OSError) as exc:  # bad input or an unreadable / unwritable path
-        print(f"fusebench: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_main(_parser(), collect, argv)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from suites import cli
 from suites.comparison import bootstrap as bs
 from suites.comparison.loading import load_side
 from suites.comparison.outputs import write_all
@@ -26,16 +27,9 @@ from suites.errors import ConfigError
 DEFAULT_ROOT = Path("results") / "compare"  # next to the runs Hydra writes under results/
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse's errors as fusebench's: one line, exit code 2 (argparse prints usage too)."""
-
-    def error(self, message):
-        raise ConfigError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m suites.compare", description=__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli.Parser(prog="python -m suites.compare", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_a", type=Path, help="baseline: a run folder or a folder of runs")
     parser.add_argument("run_b", type=Path, help="candidate: a run folder or a folder of runs")
     parser.add_argument("--out", type=Path, default=None,
@@ -95,12 +89,7 @@ def compare(args) -> Path:
 
 
 def main(argv=None) -> int:
-    try:
-        compare(_parser().parse_args(argv))
-    except (ConfigError, OSError) as exc:  # bad input or an unreadable / unwritable path
-        print(f"fusebench: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_main(_parser(), compare, argv)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def test_break_even_counts_calls_and_says_never():
     assert math.isnan(table.loc["T8-fp32", "calls"]) and table.loc["T8-fp32", "verdict"] == NEVER
     assert table.loc["T128-fp32", "verdict"] == "compile skipped"
     [sentence] = sentences(table.reset_index())
-    assert sentence == ("compile pays for itself after 50 calls at T64-fp32; never at the smallest "
+    assert sentence == ("compile (fp32) pays for itself after 50 calls at T64-fp32; never at the smallest "
                         "shape (T8-fp32, slower per call); it pays off at 1 of 2 shapes; not "
                         "measured at 1 shape(s) (compile skipped)")
 

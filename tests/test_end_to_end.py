@@ -89,8 +89,9 @@ def test_report_states_bound_and_fusion_per_size(tiny_run):
     html = (out / "report.html").read_text()
     for case_id in ("M16-N16-K16-fp32", "M40-N40-K40-fp32"):
         assert case_id in html
-    assert "-bound" in html
-    assert "aten::addmm replaced aten::mm + aten::add" in html
+    said = html.split("<h2>What the profile says</h2>")[1].split("<h2>")[0]
+    assert said.count("eager: overhead-bound") + said.count("eager: compute-bound") == 2
+    assert "aten::addmm replaced aten::mm + aten::add" in said
     assert "data:image/png;base64," in html and "http" not in html.split("<h2>How to read")[0]
     findings = pd.read_csv(out / "findings.csv")
     bounds = findings[findings["code"].str.endswith("_bound") & (findings["variant"] == "eager")]

@@ -51,7 +51,7 @@ def test_summarize_quantiles():
 
 
 def test_cpu_timing_meets_minimum_samples_and_budget():
-    samples = timing.measure(lambda: None, "cpu", QUICK, warmup_calls=1)
+    samples = timing.sample_calls(lambda: None, "cpu", QUICK, warmup_calls=1)
     assert QUICK.min_samples <= len(samples) <= QUICK.max_samples
     assert all(s >= 0 for s in samples)
 
@@ -110,3 +110,29 @@ def test_busy_machine_warning(monkeypatch):
     assert environment.busy_machine_warning(2, "cuda") is None
     monkeypatch.setattr(environment.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
     assert environment.busy_machine_warning(2, "cpu") is None
+
+
+def test_an_error_confined_to_small_rows_is_caught():
+    # Row 0 is large, row 1 small (as late query rows of causal attention are): a wrong small
+    # row is 100% off in its own scale, though only 1% of the largest value overall.
+    ref = torch.tensor([[100.0, 90.0], [1.0, 1.0]], dtype=torch.float64)
+    out = torch.tensor([[100.0, 90.0], [2.0, 2.0]])
+    check = compare(out, ref, "bfloat16", baseline_err=1e-3)
+    assert not check.passed and check.scaled_err == pytest.approx(1.0)
+
+
+def test_runner_sets_the_roofline_before_the_findings_read_it(tmp_path):
+    """A long, thin linear layer: 0.4 FLOP per byte, far under any machine's ridge point, and
+    the compute fills the call, so the finding must say memory-bound."""
+    from suites.harness.runner import run
+
+    suite = SuiteSpec("linear", "linear", "T", ((("T", 262144), ("IN", 1), ("OUT", 1)),),
+                      ("float32",), ("eager",), "eager")
+    spec = RunSpec(suite, "cpu", QUICK, ProfileSpec(True, 1, 1, 3, False, 10), 0, True, False,
+                   tmp_path)
+    result = run(spec)
+    row = result.frame.iloc[0]
+    assert row["roofline_bound"] == "memory"
+    codes = {f["code"] for f in result.findings}
+    assert "memory_bound" in codes or "overhead_bound" in codes
+    assert "compute_bound" not in codes

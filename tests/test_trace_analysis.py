@@ -150,3 +150,41 @@ def test_large_events_span_buffer_refills(tmp_path):
     path = write({"traceEvents": [big, event("aten::mul", "cpu_op", 5, 1)]}, tmp_path / "b.json.gz")
     assert [op.name for op in read_trace(path).cpu_ops] == ["aten::add", "aten::mul"]
     assert gzip.open(path).read(1) == b"{"
+
+
+def test_profiler_steps_recorded_as_cpu_ops_are_steps(tmp_path):
+    # Older torch versions emit ProfilerStep#N with cat "cpu_op".
+    events = [event("ProfilerStep#0", "cpu_op", 0, 50), event("aten::add", "cpu_op", 5, 10),
+              event("ProfilerStep#1", "cpu_op", 100, 50), event("aten::add", "cpu_op", 105, 10)]
+    analysis = analyze(read_trace(write({"traceEvents": events}, tmp_path / "old.json")))
+    assert [s.name for s in analysis.steps] == ["ProfilerStep#0", "ProfilerStep#1"]
+    assert [s.n_kernels for s in analysis.steps] == [1, 1]
+
+
+def test_per_thread_stream_launch_names_count_as_launches(tmp_path):
+    events = gpu_step(1, 0.0, launch_api="cudaLaunchKernel_ptsz")
+    [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
+    assert step.launch_api_us == 5.0 and len(step.launch_delays_us) == 1
+
+
+def test_activities_without_correlation_are_never_matched(tmp_path):
+    events = gpu_step(1, 0.0)
+    events.append(event("cudaStreamSynchronize", "cuda_runtime", 20, 3))  # no correlation id
+    events.append(event("orphan", "kernel", 30, 4, tid=7))  # no correlation id either
+    analysis = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json")))
+    assert [k.name for k in analysis.steps[0].kernels] == ["k"]
+    assert analysis.unattributed_device == 1
+
+
+def test_a_graph_launch_has_one_launch_delay(tmp_path):
+    events = [event("ProfilerStep#1", "user_annotation", 0, 100),
+              event("cudaGraphLaunch", "cuda_runtime", 10, 5, correlation=7)]
+    events += [event(f"k{i}", "kernel", 20 + 10 * i, 8, tid=7, correlation=7) for i in range(4)]
+    [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "g.json"))).steps
+    assert step.n_kernels == 4 and step.launch_delays_us == [5.0]  # 20 - (10 + 5)
+
+
+def test_a_trace_with_nothing_to_analyse_is_a_format_error(tmp_path):
+    doc = {"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}
+    with pytest.raises(TraceFormatError, match="nothing to analyse"):
+        analyze(read_trace(write(doc, tmp_path / "m.json")))

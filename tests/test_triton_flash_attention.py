@@ -6,6 +6,7 @@ import torch
 
 pytest.importorskip("triton")
 
+from kernels.triton import flash_attention as fa  # noqa: E402
 from kernels.triton.flash_attention import flash_attention  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -79,7 +80,7 @@ def test_flash_attention_tiny_sequences(S):
     ([(2, 16, 16)] * 3, [torch.float32] * 3, {}, "q must be 4-D"),
     ([(1, 2, 16, 16), (1, 2, 20, 16), (1, 2, 16, 16)], [torch.float32] * 3, {}, "same shape"),
     ([(1, 2, 16, 16)] * 3, [torch.int32] * 3, {}, "q has dtype torch.int32"),
-    ([(1, 2, 16, 16)] * 3, [torch.float16, torch.float32, torch.float16], {}, "share a dtype"),
+    ([(1, 2, 16, 16)] * 3, [torch.float16, torch.float32, torch.float16], {}, "q, k, v must share one dtype"),
     ([(1, 2, 16, 160)] * 3, [torch.float32] * 3, {}, "head dim D=160 is not supported"),
     ([(1, 2, 16, 16)] * 3, [torch.float32] * 3, {"sm_scale": -1.0}, "sm_scale must be"),
 ])
@@ -87,6 +88,12 @@ def test_flash_attention_rejects_bad_input(shapes, dtypes, kwargs, match):
     q, k, v = (torch.ones(s, device=DEVICE).to(d) for s, d in zip(shapes, dtypes))
     with pytest.raises(ValueError, match=match):
         flash_attention(q, k, v, **kwargs)
+
+
+def test_flash_attention_tune_key_names_kernel_arguments():
+    # The autotuner (CUDA only) silently ignores key names that are not kernel arguments.
+    assert set(fa._TUNE_KEY) <= set(fa._attn_fwd_kernel.arg_names)
+    assert "BH_BUCKET" in fa._TUNE_KEY  # 32 and 128 (batch, head) programs tune separately
 
 
 @pytest.mark.gpu

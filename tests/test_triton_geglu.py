@@ -70,7 +70,7 @@ def test_gelu_tanh_helper_is_reusable_from_other_kernels():
 
 @pytest.mark.parametrize("gate, up, match", [
     (torch.randn(4, 5), torch.randn(4, 6), "same shape"),
-    (torch.randn(4, 5), torch.randn(4, 5).half(), "same dtype"),
+    (torch.randn(4, 5), torch.randn(4, 5).half(), "gate, up must share one dtype"),
     (torch.randint(0, 3, (4, 5)), torch.randint(0, 3, (4, 5)), "gate has dtype torch.int64"),
     (torch.randn(4, 5), torch.randn(4, 5).double(), "up has dtype torch.float64"),
     ([1.0, 2.0], torch.randn(2), "gate must be a torch.Tensor"),

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 pytest.importorskip("triton")
-from kernels.triton import gemm  # noqa: E402  (conftest has set TRITON_INTERPRET=1 by now)
+from kernels.triton import gemm, gemm_common, gemm_geglu  # noqa: E402  (TRITON_INTERPRET set by conftest)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # Max |error| relative to max |reference|. fp32 is an exact (ieee) dot; for fp16/bf16 the
@@ -105,13 +105,15 @@ def test_matmul_geglu(shape, dtype):
     (lambda a, w, bias: gemm.matmul_bias_act(a, w[:7], activation="gelu"),
      r"unknown activation 'gelu'.*'relu'"),
     (lambda a, w, bias: gemm.matmul_bias_act(a.int(), w[:7].int()),
-     "unsupported dtype torch.int32"),
-    (lambda a, w, bias: gemm.matmul_bias_act(a, w[:7].half()), "dtype torch.float16"),
+     "a has dtype torch.int32"),
+    (lambda a, w, bias: gemm.matmul_bias_act(a, w[:7].half()),
+     "a, b must share one dtype, got torch.float32, torch.float16"),
+    (lambda a, w, bias: gemm.matmul_bias_act(a, w[:7], bias[:3].half()), "must share one dtype"),
     (lambda a, w, bias: gemm.matmul_bias_act(a[0], w[:7]), "2-D"),
     (lambda a, w, bias: gemm.matmul_geglu(a, w, w), "inner dimensions"),
     (lambda a, w, bias: gemm.matmul_geglu(a, w[:7], w[:7, :2]), "w_up has shape"),
     (lambda a, w, bias: gemm.matmul_geglu(a.long(), w[:7].long(), w[:7].long()),
-     "unsupported dtype torch.int64"),
+     "matmul_geglu: x has dtype torch.int64"),
 ])
 def test_bad_input_raises(call, match):
     a = torch.randn(5, 7, device=DEVICE)
@@ -164,7 +166,7 @@ def test_matmul_residual_no_bias(dtype):
 @pytest.mark.parametrize("make, match", [
     (lambda: torch.randn(5, 4), r"residual must have shape \(5, 3\)"),
     (lambda: torch.randn(3, 5).t()[:, :2], r"residual must have shape \(5, 3\)"),
-    (lambda: torch.randn(5, 3, dtype=torch.float16), "residual has dtype torch.float16"),
+    (lambda: torch.randn(5, 3, dtype=torch.float16), "must share one dtype"),
     (lambda: torch.randn(15), "residual must be a 2-D tensor"),
 ])
 def test_bad_residual_raises(make, match):
@@ -176,5 +178,33 @@ def test_bad_residual_raises(make, match):
 @pytest.mark.gpu
 def test_residual_on_another_device_raises():
     a, w = torch.randn(5, 7, device="cuda"), torch.randn(7, 3, device="cuda")
-    with pytest.raises(ValueError, match="residual is on cpu"):
+    with pytest.raises(ValueError, match="a, b, residual must be on one device, got cuda:0, cuda:0, cpu"):
         gemm.matmul_bias_act(a, w, residual=torch.randn(5, 3))
+
+
+def test_offset_guard_covers_the_output():
+    """c (M, N) is stored with int32 offsets too: an output of 2**31 elements is refused before
+    it is allocated. Stride-0 operands are tiny in memory, so only the output is too big."""
+    M, N = 2 ** 16, 2 ** 15 + 1  # M * N = 2**31 + 2**16
+    a = torch.zeros(1, 1, device=DEVICE).expand(M, 1)  # (M, K=1), strides (0, 0)
+    b = torch.zeros(1, 1, device=DEVICE).expand(1, N)  # (K=1, N)
+    with pytest.raises(ValueError, match=r"matmul_bias_act: the output c \(65536, 32769\) spans 2\*\*31"):
+        gemm.matmul_bias_act(a, b)
+    with pytest.raises(ValueError, match=r"matmul_geglu: the output c \(65536, 32769\)"):
+        gemm.matmul_geglu(a, b, b)
+    # The bound itself: the last element's offset must fit int32, i.e. be at most 2**31 - 1.
+    gemm_common.check_offsets("op", "c", (2 ** 16, 2 ** 15), (2 ** 15, 1))  # offset 2**31 - 1
+    with pytest.raises(ValueError, match="op: c spans"):
+        gemm_common.check_offsets("op", "c", (2 ** 16 + 1, 2 ** 15), (2 ** 15, 1))
+
+
+@pytest.mark.parametrize("kernel", [gemm._matmul_bias_act_kernel, gemm_geglu._matmul_geglu_kernel])
+def test_tune_keys_name_kernel_arguments(kernel):
+    # The autotuner silently ignores key names that are not arguments, so a typo would let a
+    # row-major B and a weight.t() view share one tuned config without any error.
+    assert set(kernel.keys) <= set(kernel.arg_names)
+    assert len(set(kernel.keys) & {"stride_bk", "stride_bn", "stride_gk", "stride_gn"}) == 2
+
+
+def test_matmul_geglu_is_reexported():
+    assert gemm.matmul_geglu is gemm_geglu.matmul_geglu

@@ -35,9 +35,10 @@ def _run(op_name, variant_name, case, baseline_err=None):
     variant = registry.get_variant(op_name, variant_name)
     generator = torch.Generator(device=DEVICE).manual_seed(11)
     inputs = op.make_inputs(case, generator)
-    call = variant.prepare(case, inputs)
-    call()  # the first call (compiles); the check below runs on a fresh draw
-    return check_call(op, case, inputs, call, baseline_err, generator)
+    with variant.scope():
+        call = variant.prepare(case, inputs)
+        call()  # the first call (compiles); the check below runs on a fresh draw
+        return check_call(op, case, inputs, call, baseline_err, generator)
 
 
 @pytest.mark.parametrize("op_name, variant_name, dtype", list(_params()))

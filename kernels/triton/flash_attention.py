@@ -16,10 +16,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.runtime import interpreting
+from kernels.triton.runtime import MAX_HEAD_DIM, check_tensors, kernels_interpreted
 
-SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-MAX_HEAD_DIM = 128
+_INTERPRET = kernels_interpreted()
 _LOG2E = 1.4426950408889634
 
 
@@ -101,6 +100,7 @@ def _attn_fwd_kernel(
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_ob, stride_oh, stride_om, stride_od,
     H, seq_len, qk_scale,  # qk_scale = sm_scale * log2(e)
+    BH_BUCKET,  # next pow2 >= B*H, the number of (batch, head) programs: read by the autotuner only
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,  # BLOCK_D = next pow2 >= HEAD_DIM (>= 16)
     PAD_D: tl.constexpr,  # BLOCK_D != HEAD_DIM: mask the padded head-dim lanes
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # BLOCK_M % BLOCK_N == 0
@@ -198,17 +198,16 @@ def _prune_configs(configs, named_args, **kwargs):
     return kept or [min(fits, key=live_fp32_per_thread)]
 
 
-# Decided at import, as triton.jit fixed interpreted-or-compiled when the kernels above were
-# defined. The interpreter cannot benchmark configs, so it gets a plain kernel and one small
-# fixed config (still several K/V tiles per diagonal); on CUDA the autotuner picks per
-# (S, D, causal, dtype).
-_INTERPRET = interpreting()
+# The interpreter cannot benchmark configs, so it gets a plain kernel and one small fixed config
+# (still several K/V tiles per diagonal); on CUDA the autotuner picks per (S, D, causal, dtype,
+# B*H bucket): how many (batch, head) programs share the GPU changes which tiles fill it best.
+_TUNE_KEY = ["seq_len", "HEAD_DIM", "CAUSAL", "BH_BUCKET"]
 if _INTERPRET:
     _attn_fwd_launch = _attn_fwd_kernel
 else:
     _attn_fwd_launch = triton.autotune(
         configs=_cuda_configs(),
-        key=["seq_len", "HEAD_DIM", "CAUSAL"],
+        key=_TUNE_KEY,
         prune_configs_by={"early_config_prune": _prune_configs},
     )(_attn_fwd_kernel)
 
@@ -216,28 +215,15 @@ _INTERPRET_BLOCK_M, _INTERPRET_BLOCK_N = 32, 16
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale) -> None:
+    check_tensors("flash_attention", q=q, k=k, v=v)
     for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"flash_attention: {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.ndim != 4:
             raise ValueError(f"flash_attention: {name} must be 4-D (B, H, S, D), got "
                              f"{t.ndim}-D shape {tuple(t.shape)}")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise ValueError(f"flash_attention: {name} has dtype {t.dtype}; supported dtypes are "
-                             f"float32, float16, bfloat16")
     if not (q.shape == k.shape == v.shape):
         raise ValueError(f"flash_attention: q, k, v must have the same shape (B, H, S, D) "
                          f"(self-attention, S_q == S_k), got {tuple(q.shape)}, "
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"flash_attention: q, k, v must share a dtype, got {q.dtype}, {k.dtype}, "
-                         f"{v.dtype}")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"flash_attention: q, k, v must be on one device, got {q.device}, "
-                         f"{k.device}, {v.device}")
-    if q.device.type != "cuda" and not _INTERPRET:
-        raise ValueError(f"flash_attention: tensors are on {q.device}; Triton needs CUDA tensors "
-                         f"(or TRITON_INTERPRET=1 set before import for CPU tensors)")
     D = q.shape[-1]
     if not 1 <= D <= MAX_HEAD_DIM:
         raise ValueError(f"flash_attention: head dim D={D} is not supported; need "
@@ -268,7 +254,8 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     # fp32 inputs: ~fp32-accurate dots (no plain TF32), so fp32 results match a fp32 reference.
     upcast = _INTERPRET and q.dtype == torch.bfloat16
     exact_fp32 = q.dtype == torch.float32 or upcast
-    args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), H, S, qk_scale)
+    args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), H, S, qk_scale,
+            triton.next_power_of_2(B * H))
     meta = dict(HEAD_DIM=D, BLOCK_D=BLOCK_D, PAD_D=BLOCK_D != D, CAUSAL=bool(causal), UPCAST=upcast,
                 EXACT_FP32=exact_fp32)
     if _INTERPRET:

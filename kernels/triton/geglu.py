@@ -10,11 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.runtime import interpreting
+from kernels.triton.runtime import check_tensors, kernels_interpreted
 
-SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# Read once: triton.jit fixes interpreted-or-compiled when a kernel is defined, below.
-_INTERPRET = interpreting()
+_INTERPRET = kernels_interpreted()
 
 
 @triton.jit
@@ -62,30 +60,12 @@ def _launch_config(n_elements: int) -> tuple[int, int]:
     return 1024, 4
 
 
-def _check(gate: torch.Tensor, up: torch.Tensor) -> None:
-    for name, t in (("gate", gate), ("up", up)):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"geglu: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise ValueError(f"geglu: {name} has dtype {t.dtype}; supported dtypes are "
-                             f"float32, float16, bfloat16")
+def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """gelu_tanh(gate) * up, same shape (any number of dims) and dtype as the inputs."""
+    check_tensors("geglu", gate=gate, up=up)
     if gate.shape != up.shape:
         raise ValueError(f"geglu: gate and up must have the same shape, got "
                          f"{tuple(gate.shape)} and {tuple(up.shape)}")
-    if gate.dtype != up.dtype:
-        raise ValueError(f"geglu: gate and up must have the same dtype, got {gate.dtype} and "
-                         f"{up.dtype}")
-    if gate.device != up.device:
-        raise ValueError(f"geglu: gate and up must be on the same device, got {gate.device} and "
-                         f"{up.device}")
-    if gate.device.type != "cuda" and not _INTERPRET:
-        raise ValueError(f"geglu: tensors are on {gate.device}; Triton needs CUDA tensors "
-                         f"(or TRITON_INTERPRET=1 set before import for CPU tensors)")
-
-
-def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    """gelu_tanh(gate) * up, same shape (any number of dims) and dtype as the inputs."""
-    _check(gate, up)
     # The kernel indexes flat memory: make non-contiguous views dense (a copy only if needed).
     gate_c, up_c = gate.contiguous(), up.contiguous()
     out = torch.empty_like(gate_c)  # (*shape), contiguous

@@ -11,11 +11,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.runtime import interpreting
+from kernels.triton.runtime import check_tensors, kernels_interpreted
 
-SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# Read once: triton.jit fixes interpreted-or-compiled when a kernel is defined, below.
-_INTERPRET = interpreting()
+_INTERPRET = kernels_interpreted()
 
 # One row must fit in one program's registers; beyond this a looped (two-pass) kernel is needed.
 MAX_D = 65536
@@ -57,12 +55,8 @@ def _num_warps(block_size: int) -> int:
 
 
 def _check(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
-    for name, t in (("x", x), ("weight", weight)):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"rms_norm: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise ValueError(f"rms_norm: {name} has dtype {t.dtype}; supported dtypes are "
-                             f"float32, float16, bfloat16")
+    # weight may differ in dtype (e.g. fp32 weights for bf16 activations), as F.rms_norm allows.
+    check_tensors("rms_norm", same_dtype=False, x=x, weight=weight)
     if x.ndim < 1:
         raise ValueError("rms_norm: x must have at least 1 dim (..., D), got a 0-dim tensor")
     D = x.shape[-1]
@@ -71,12 +65,6 @@ def _check(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
                          f"got {tuple(weight.shape)}")
     if D == 0 or D > MAX_D:
         raise ValueError(f"rms_norm: last dim D={D} is not supported; need 1 <= D <= {MAX_D}")
-    if x.device != weight.device:
-        raise ValueError(f"rms_norm: x and weight must be on the same device, got {x.device} "
-                         f"and {weight.device}")
-    if x.device.type != "cuda" and not _INTERPRET:
-        raise ValueError(f"rms_norm: tensors are on {x.device}; Triton needs CUDA tensors "
-                         f"(or TRITON_INTERPRET=1 set before import for CPU tensors)")
     if not (isinstance(eps, (int, float)) and eps >= 0):
         raise ValueError(f"rms_norm: eps must be a non-negative number, got {eps!r}")
 

@@ -22,7 +22,7 @@ from suites.spec import TimingSpec
 
 
 def one_round(call, spec: TimingSpec, threads: int, budget_s: float) -> tuple[float, float]:
-    ours = timing.summarize(timing.measure(call, "cpu", spec, spec.warmup_calls))["median_us"]
+    ours = timing.summarize(timing.sample_calls(call, "cpu", spec, spec.warmup_calls))["median_us"]
     timer = tbench.Timer(stmt="call()", globals={"call": call}, num_threads=threads)
     theirs = timer.blocked_autorange(min_run_time=budget_s).median * 1e6
     return ours, theirs

@@ -9,7 +9,6 @@ folder they mean.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,9 +16,7 @@ import numpy as np
 import pandas as pd
 
 from suites.errors import ConfigError
-
-KEY = ["suite", "case_id", "variant"]
-REQUIRED = KEY + ["status"]
+from suites.run_folders import KEY, find_runs, read_run
 
 
 @dataclass
@@ -32,57 +29,24 @@ class Side:
     envs: list[dict] = field(default_factory=list)                   # env.json per run
 
 
-def find_runs(path: Path, label: str) -> list[Path]:
-    if not path.exists():
-        raise ConfigError(f"{label}: {path}: no such file or folder")
-    if path.is_file():
+def _find_runs(path: Path) -> list[Path]:
+    if path.is_file():  # a run's measurements.csv names its run folder
         if path.name != "measurements.csv":
-            raise ConfigError(f"{label}: {path}: not a folder; pass a run folder or a folder of runs")
+            raise ConfigError(f"{path}: not a folder; pass a run folder or a folder of runs")
         return [path.parent]
-    runs = sorted(p.parent for p in path.rglob("measurements.csv"))
-    if not runs:
-        raise ConfigError(f"{label}: {path}: no measurements.csv under it; pass a run folder "
-                          "(results/<suite>/<time>) or a folder holding run folders")
-    return runs
+    return find_runs(path)
 
 
-def _read_rows(run: Path, label: str) -> pd.DataFrame:
-    file = run / "measurements.csv"
-    try:
-        rows = pd.read_csv(file)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{label}: {file}: not a readable CSV ({exc})") from None
-    missing = [c for c in REQUIRED if c not in rows.columns]
-    if missing:
-        raise ConfigError(f"{label}: {file}: missing column(s) {', '.join(missing)}")
-    return rows.assign(run=str(run))
-
-
-def _read_samples(run: Path) -> dict[tuple, np.ndarray]:
-    """Raw per-call times; a run from before samples.csv existed simply has none."""
-    file = run / "samples.csv"
-    if not file.is_file():
-        return {}
-    try:
-        samples = pd.read_csv(file)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
-        return {}
-    if not set(KEY + ["time_us"]) <= set(samples.columns):
+def _samples(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
+    if samples is None or not set(KEY + ("time_us",)) <= set(samples.columns):
         return {}
     samples = samples[np.isfinite(samples["time_us"]) & (samples["time_us"] > 0)]
     return {key: group["time_us"].to_numpy(dtype=float)
-            for key, group in samples.groupby(KEY, sort=False)}
-
-
-def _read_env(run: Path) -> dict:
-    try:
-        return json.loads((run / "env.json").read_text())
-    except (OSError, ValueError):
-        return {}
+            for key, group in samples.groupby(list(KEY), sort=False)}
 
 
 def _check_duplicates(rows: pd.DataFrame, label: str) -> None:
-    counts = rows.groupby(KEY, sort=False)["run"].agg(list)
+    counts = rows.groupby(list(KEY), sort=False)["run"].agg(list)
     twice = counts[counts.map(len) > 1]
     if twice.empty:
         return
@@ -94,13 +58,17 @@ def _check_duplicates(rows: pd.DataFrame, label: str) -> None:
 
 def load_side(path: Path, label: str) -> Side:
     path = Path(path)
-    runs = find_runs(path, label)
-    rows = pd.concat([_read_rows(run, label) for run in runs], ignore_index=True)
+    try:
+        runs = _find_runs(path)
+        files = [read_run(run) for run in runs]
+    except ConfigError as exc:  # say which side is at fault
+        raise ConfigError(f"{label}: {exc}") from None
+    rows = pd.concat([f.measurements.assign(run=str(f.folder)) for f in files], ignore_index=True)
     _check_duplicates(rows, label)
     samples: dict[tuple, np.ndarray] = {}
-    for run in runs:
-        samples.update(_read_samples(run))
-    return Side(label, path, runs, rows, samples, [_read_env(run) for run in runs])
+    for f in files:
+        samples.update(_samples(f.samples))
+    return Side(label, path, runs, rows, samples, [f.env for f in files])
 
 
 def _joined(values) -> str:

@@ -19,7 +19,8 @@ def bound(ctx: FindingContext):
     evidence = {"host_us": host, "device_us": device, "busy_frac": busy}
     if busy < OVERHEAD_BUSY:
         yield Finding("overhead_bound", "notice",
-                      f"overhead-bound: {work} is {device:.1f} us of a {host:.1f} us call "
+                      f"overhead-bound: {work} is {device:.1f} us of a {host:.1f} us "
+                      f"{'call' if ctx.row else 'step'} "
                       f"({busy:.0%} busy); the rest is Python, dispatch and launch overhead",
                       evidence)
         return

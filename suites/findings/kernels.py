@@ -20,19 +20,25 @@ def metadata_ops(ctx: FindingContext):
     meta = {name: n for name, n in ops.items() if name in METADATA_OPS}
     if not meta:
         return
-    host = _metadata_host_us(ctx.profile)
+    host, runtime = _metadata_host_us(ctx.profile)
+    inside = (f" ({runtime:.1f} us of it in runtime calls they made, such as cudaMalloc)"
+              if runtime >= 0.05 * host and runtime > 0 else "")
     top = ", ".join(f"{name} x{n:g}" for name, n in sorted(meta.items(), key=lambda kv: -kv[1])[:4])
     yield Finding("metadata_ops", "info",
                   f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost {host:.1f} us of "
-                  "host time and no device time: views, transposes and allocations",
-                  {"ops_per_call": sum(meta.values()), "host_us": host})
+                  f"host time{inside} and no device time: views, transposes and allocations",
+                  {"ops_per_call": sum(meta.values()), "host_us": host, "runtime_us": runtime})
 
 
-def _metadata_host_us(profile) -> float:
-    total = 0.0
+def _metadata_host_us(profile) -> tuple[float, float]:
+    """Self time of the metadata ops per call, and the part of it spent in runtime calls
+    (an allocation that reaches cudaMalloc, or CUDA's lazy initialisation)."""
+    host = runtime = 0.0
     for step in profile.steps:
-        total += sum(op.self_us for op in step.op_events if op.name in METADATA_OPS)
-    return total / max(1, len(profile.steps))
+        host += sum(op.self_us for op in step.op_events if op.name in METADATA_OPS)
+        runtime += sum(r.dur for r in step.runtime if r.op in METADATA_OPS)
+    n = max(1, len(profile.steps))
+    return host / n, runtime / n
 
 
 @detector

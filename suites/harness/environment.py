@@ -71,6 +71,9 @@ def describe(device: str, threads: int) -> dict:
         "threads": threads,
         "load_average": load_average(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        # Set to 0, CUPTI stays attached after a profile and adds launch overhead to every
+        # later timing of the same process (torch does this for CUDA graphs on old CUDA).
+        "TEARDOWN_CUPTI": os.environ.get("TEARDOWN_CUPTI"),
     }
     if torch.device(device).type == "cuda":
         props = torch.cuda.get_device_properties(device)

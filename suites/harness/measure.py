@@ -37,6 +37,19 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
 
+def _fx_cache_counts() -> tuple[int, int]:
+    from torch._dynamo.utils import counters
+
+    return counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+
+
+def _fx_cache_outcome(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """Whether the first call compiled from scratch or loaded Inductor's cached graph: a warm
+    cache makes compile_ms several times smaller, so the row says which it was."""
+    hits, misses = after[0] - before[0], after[1] - before[1]
+    return "miss" if misses else ("hit" if hits else "none")
+
+
 def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]:
     stem = f"{case.id}__{variant}"
     return out_dir / "traces" / f"{stem}.json.gz", out_dir / "tables" / f"{stem}.txt"
@@ -49,7 +62,8 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     if reason:
         return Outcome({"status": "skipped", "reason": reason})
     try:
-        return _measure(op, variant, case, spec, baseline_err, row)
+        with variant.scope():
+            return _measure(op, variant, case, spec, baseline_err, row)
     except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
         return Outcome({**row, "status": "failed", "reason": _short(exc)})
     finally:
@@ -62,7 +76,10 @@ def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
     device_type = case.device_type
     inputs = op.make_inputs(case, _generator(case, 0))
     call = variant.prepare(case, inputs)
+    before = _fx_cache_counts()
     row["first_call_ms"] = timing.time_first_call(call, device_type)
+    if variant.family == "compile":
+        row["compile_cache"] = _fx_cache_outcome(before, _fx_cache_counts())
 
     check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
     row.update(max_abs_err=check.max_abs_err, rel_err=check.rel_err,
@@ -71,7 +88,7 @@ def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
         return Outcome({**row, "status": "incorrect", "reason": check.reason})
 
     warmup = spec.timing.compile_warmup_calls if variant.family == "compile" else spec.timing.warmup_calls
-    samples = timing.measure(call, device_type, spec.timing, warmup)
+    samples = timing.sample_calls(call, device_type, spec.timing, warmup)
     row.update(timing.summarize(samples))
     row["cache"] = ("cold" if spec.timing.l2_flush else "hot") if device_type == "cuda" else "n/a"
 
@@ -79,7 +96,9 @@ def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
     if spec.profile.enabled:
         trace_path, table_path = artifact_paths(spec.out_dir, case, variant.name)
         try:
-            capture(call, variant.name, device_type, spec.profile, trace_path, table_path)
+            # The same cold L2 as the timing pass, so device time and the median compare.
+            capture(call, variant.name, device_type, spec.profile, trace_path, table_path,
+                    before_call=timing.l2_flusher(spec.timing, device_type))
             profile = CallProfile(analyze(read_trace(trace_path), label=variant.name))
             row.update(profile.metrics())
             row["backend"] = sdpa_backend(profile.ops_per_call())

@@ -19,7 +19,7 @@ NAN = float("nan")
 LEADING = ["suite", "op", "case_id", "variant", "family", "dtype", "device"]
 METRICS = [
     "status", "reason", "threads", "cache", "n_samples", "median_us", "p10_us", "p90_us", "min_us",
-    "iqr_rel", "first_call_ms", "compile_ms", "speedup", "host_us", "device_us",
+    "iqr_rel", "first_call_ms", "compile_ms", "compile_cache", "speedup", "host_us", "device_us",
     "exposed_overhead_us", "idle_frac", "n_kernels", "launch_api_us", "launch_delay_us",
     "n_cpu_ops", "backend", "flops", "bytes", "bytes_unfused", "bytes_moved", "intensity", "tflops",
     "gbps", "pct_peak", "roofline_bound", "max_abs_err", "rel_err", "scaled_err", "tolerance",
@@ -67,15 +67,21 @@ def exposed_overhead_us(row: dict) -> float:
     return median * max(0.0, 1.0 - device / host) if host > 0 else NAN
 
 
-def add_derived(rows: list[dict], peaks: dict | None, baseline: str) -> None:
-    """Throughput, roofline share, exposed overhead, compile cost and speedup, in place."""
+def derive(row: dict, peaks: dict | None) -> None:
+    """Throughput, roofline share, exposed overhead and compile cost of one row, in place (the
+    findings read them, so they are set before the findings run)."""
+    _roofline(row, peaks)
+    median = row.get("median_us", NAN)
+    row["exposed_overhead_us"] = exposed_overhead_us(row)
+    if row.get("family") == "compile" and "first_call_ms" in row and not math.isnan(median):
+        row["compile_ms"] = max(0.0, row["first_call_ms"] - median / 1e3)
+
+
+def add_speedups(rows: list[dict], baseline: str) -> None:
+    """Baseline median / variant median for the same case, in place."""
     base_median = {r["case_id"]: r.get("median_us", NAN) for r in rows if r["variant"] == baseline}
     for row in rows:
-        _roofline(row, peaks)
         median = row.get("median_us", NAN)
-        row["exposed_overhead_us"] = exposed_overhead_us(row)
-        if row.get("family") == "compile" and "first_call_ms" in row and not math.isnan(median):
-            row["compile_ms"] = max(0.0, row["first_call_ms"] - median / 1e3)
         row["speedup"] = base_median.get(row["case_id"], NAN) / median if median else NAN
 
 

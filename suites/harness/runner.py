@@ -15,7 +15,7 @@ from suites.harness.calibration import calibrate
 from suites.harness.environment import busy_machine_warning, describe
 from suites.harness.measure import measure
 from suites.harness.progress import Progress
-from suites.harness.results import add_derived, base_row, write_tables
+from suites.harness.results import add_speedups, base_row, derive, write_tables
 from suites.findings import find_all
 from suites.spec import RunSpec
 
@@ -56,6 +56,7 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
             outcome = measure(op, variant, case, spec, baseline_err)
             row = {**base_row(spec.suite.name, case, variant, op), **outcome.row,
                    "threads": spec.timing.threads}
+            derive(row, env.get("peaks"))
             if variant.name == spec.suite.baseline:
                 baseline_row, baseline_profile = row, outcome.profile
                 if row["status"] == "ok":
@@ -68,6 +69,6 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
             findings += [{**keys, **f} for f in find_all(row, outcome.profile, baseline_row,
                                                          baseline_profile, spec.device)]
             progress.finish(row)
-    add_derived(rows, env.get("peaks"), spec.suite.baseline)
+    add_speedups(rows, spec.suite.baseline)
     frame = write_tables(spec.out_dir, rows, kernels, samples, findings)
     return RunResult(spec, env, frame, findings, time.perf_counter() - started)

@@ -53,10 +53,17 @@ def _cpu_samples(call, spec: TimingSpec) -> list[float]:
     return samples
 
 
+def l2_flusher(spec: TimingSpec, device_type: str):
+    """A call that evicts L2 (zeroing a buffer larger than any current L2), or None."""
+    if device_type != "cuda" or not spec.l2_flush:
+        return None
+    buffer = torch.empty(_L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    return buffer.zero_
+
+
 def _cuda_samples(call, spec: TimingSpec) -> list[float]:
-    flush = torch.empty(_L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") if spec.l2_flush else None
-    # Estimate the per-call time from a few calls, then record all events and sync once, so the
-    # host never waits between calls and the queue stays fed.
+    flush = l2_flusher(spec, "cuda")
+    # Estimate the per-call time from a few calls, then take as many as the budget allows.
     probe = _cuda_batch(call, 3, flush)
     per_call_s = max(sorted(probe)[1] / 1e6, 1e-6)
     n = int(min(spec.max_samples, max(spec.min_samples, spec.budget_s / per_call_s)))
@@ -64,11 +71,19 @@ def _cuda_samples(call, spec: TimingSpec) -> list[float]:
 
 
 def _cuda_batch(call, n: int, flush) -> list[float]:
+    """Latency of one call on an idle GPU, host work included.
+
+    The queue is drained before each call: otherwise the 256 MB flush (tens of microseconds of
+    GPU time) would still be running when the call's kernels are queued, and the events would
+    time only the kernels, hiding the Python, dispatch and launch cost that small calls are
+    made of. Elapsed times are read after one final sync.
+    """
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     for start, end in zip(starts, ends):
         if flush is not None:
-            flush.zero_()  # outside the timed pair: evicts the previous call's data from L2
+            flush()  # outside the timed pair: evicts the previous call's data from L2
+        torch.cuda.synchronize()
         start.record()
         call()
         end.record()
@@ -76,7 +91,7 @@ def _cuda_batch(call, n: int, flush) -> list[float]:
     return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
 
 
-def measure(call, device_type: str, spec: TimingSpec, warmup_calls: int) -> list[float]:
+def sample_calls(call, device_type: str, spec: TimingSpec, warmup_calls: int) -> list[float]:
     """Per-call samples in microseconds, after `warmup_calls` untimed calls."""
     for _ in range(warmup_calls):
         call()

@@ -10,6 +10,8 @@ import math
 
 import pandas as pd
 
+from kernels.base import DTYPE_SHORT
+
 NAN = float("nan")
 COLUMNS = ["suite", "case_id", "dtype", "variant", "flops", "compile_ms", "baseline_us",
            "compile_us", "saved_us", "calls", "verdict"]
@@ -82,5 +84,5 @@ def sentences(table: pd.DataFrame) -> list[str]:
     """Per (variant, dtype): the verdict at the largest measured shape, and at the smallest,
     e.g. `compile pays for itself after 12,400 calls at T2048-...; never at the smallest shape
     (T128-..., slower per call); it pays off at 2 of 3 shapes`."""
-    return [_sentence(variant, group)
-            for (variant, _), group in table.groupby(["variant", "dtype"], sort=False)]
+    return [_sentence(f"{variant} ({DTYPE_SHORT.get(dtype, dtype)})", group)
+            for (variant, dtype), group in table.groupby(["variant", "dtype"], sort=False)]

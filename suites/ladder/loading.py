@@ -8,18 +8,17 @@ over reruns must pick one row per (suite, case_id, variant): it keeps the newest
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from kernels import registry
 from suites.catalog import SUITE_NAMES
-from suites.errors import ConfigError
+from suites.run_folders import KEY, find_runs, read_run
 
-KEY = ["suite", "case_id", "variant"]
-REQUIRED = KEY + ["family", "dtype", "status"]
+REQUIRED = ["family", "dtype"]  # besides KEY and status
 NUMERIC = ["median_us", "host_us", "device_us", "n_kernels", "flops", "bytes", "intensity",
            "tflops", "speedup", "first_call_ms", "compile_ms"]
 TEXT = ["reason"]
@@ -51,18 +50,6 @@ class Collection:
     suites: dict[str, SuiteInfo] = field(default_factory=dict)  # in ladder order
 
 
-def find_runs(path: Path) -> list[Path]:
-    if not path.exists():
-        raise ConfigError(f"{path}: no such file or folder")
-    if not path.is_dir():
-        raise ConfigError(f"{path}: not a folder; pass a folder holding run folders")
-    runs = sorted(p.parent for p in path.rglob("measurements.csv"))
-    if not runs:
-        raise ConfigError(f"{path}: no run folder under it (none holds a measurements.csv); pass "
-                          "a multirun folder or a folder of run folders")
-    return runs
-
-
 def _created(env: dict) -> dt.datetime | None:
     try:
         return dt.datetime.fromisoformat(str(env["created"]))
@@ -71,18 +58,8 @@ def _created(env: dict) -> dt.datetime | None:
 
 
 def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
-    file = path / "measurements.csv"
-    try:
-        rows = pd.read_csv(file)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not a readable CSV ({exc})") from None
-    missing = [c for c in REQUIRED if c not in rows.columns]
-    if missing:
-        raise ConfigError(f"{file}: missing column(s) {', '.join(missing)}")
-    try:
-        env = json.loads((path / "env.json").read_text())
-    except (OSError, ValueError):
-        env = {}  # an old or partial run: no peaks, no reference, oldest in the dedup order
+    files = read_run(path, REQUIRED, samples=False)
+    rows, env = files.measurements, files.env  # no env: no peaks, no reference, oldest in dedup
     # The results writer puts the op's size columns between the leading keys and `status`,
     # and appends new metrics after it, so this stays right as metrics are added.
     before = list(rows.columns[: list(rows.columns).index("status")])
@@ -98,20 +75,28 @@ def _order_key(run: Run):
 
 
 def _deduplicate(rows: pd.DataFrame, order: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    key = list(KEY)
     rows = rows.assign(_order=rows["run"].map(order)).sort_values("_order", kind="stable")
-    newest = ~rows.duplicated(KEY, keep="last")
+    newest = ~rows.duplicated(key, keep="last")
     kept, dropped = rows[newest], rows[~newest]
-    winners = kept.set_index(KEY)[["run", "created"]].rename(
+    winners = kept.set_index(key)[["run", "created"]].rename(
         columns={"run": "kept_run", "created": "kept_created"})
-    dropped = dropped[KEY + ["run", "created"]].join(winners, on=KEY)
+    dropped = dropped[key + ["run", "created"]].join(winners, on=key)
     # Back to each run's own row order (baseline first per case), runs in path order.
     kept = kept.sort_index().drop(columns="_order")
     return kept.reset_index(drop=True), dropped.reset_index(drop=True)
 
 
 def _baseline(rows: pd.DataFrame) -> str:
-    """The runner writes each case's baseline first, and the baseline is the unfused eager form
-    (attention has two eager variants; `naive` comes first)."""
+    """The op's baseline, from the registry. For an op this version does not know (a results
+    folder from another version), a guess: the runner writes each case's baseline first, and
+    the baseline is the unfused eager form (attention has two eager variants; `naive` first)."""
+    ops = rows["op"].dropna() if "op" in rows else []
+    if len(ops):
+        try:
+            return registry.get_op(str(ops.iloc[0])).baseline
+        except registry.UnknownNameError:
+            pass
     eager = rows.loc[rows["family"] == "eager", "variant"]
     return str(eager.iloc[0] if len(eager) else rows["variant"].iloc[0])
 

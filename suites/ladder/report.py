@@ -107,7 +107,7 @@ def suite_part(collection: Collection, name: str) -> SuitePart:
     return SuitePart(name, info.baseline, device, fits, curves, breakeven, sentences)
 
 
-def analyse(collection: Collection) -> Ladder:
+def analyze(collection: Collection) -> Ladder:
     return Ladder(collection, ladder_table(collection),
                   [suite_part(collection, name) for name in collection.suites])
 

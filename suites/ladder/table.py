@@ -11,10 +11,10 @@ import math
 
 import pandas as pd
 
+from kernels.base import FAMILIES
 from suites.ladder.loading import Collection, SuiteInfo
 from suites.ladder.render import num
 
-FAMILIES = ("eager", "library", "compile", "triton")
 COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
            "device_us", "host_us", "median_us", "speedup", "note"]
 

@@ -36,7 +36,9 @@ def native_stderr_captured():
 
 
 def capture(call, label: str, device_type: str, spec: ProfileSpec, trace_path: Path,
-            table_path: Path) -> None:
+            table_path: Path, before_call=None) -> None:
+    """`before_call` (e.g. an L2 flush) runs before each call, outside its range, and the GPU
+    queue is drained before the call starts, as in the timing pass."""
     activities = [ProfilerActivity.CPU]
     if device_type == "cuda":
         activities.append(ProfilerActivity.CUDA)
@@ -52,6 +54,10 @@ def capture(call, label: str, device_type: str, spec: ProfileSpec, trace_path: P
                                            on_trace_ready=export,
                                            record_shapes=spec.record_shapes) as prof:
         for _ in range(steps):
+            if before_call is not None:
+                before_call()
+            if device_type == "cuda":
+                torch.cuda.synchronize()  # the call starts on an idle GPU, as when timed
             with record_function(label):
                 call()
             if device_type == "cuda":

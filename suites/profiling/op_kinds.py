@@ -7,6 +7,8 @@ import re
 
 from suites.profiling.trace_events import Event
 
+# Launch calls: what `launch_api_us` sums and launch delays are measured from. Kineto may add a
+# per-thread-stream suffix (_ptsz, _ptds) or a version (_v7000); is_launch_api strips them.
 LAUNCH_APIS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
     "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
@@ -42,8 +44,11 @@ COMPOSITE_OPS = frozenset({
 })
 
 
-def is_metadata_op(name: str) -> bool:
-    return name in METADATA_OPS
+_API_SUFFIX = re.compile(r"(_ptsz|_ptds|_v\d+)+$")
+
+
+def is_launch_api(name: str) -> bool:
+    return name in LAUNCH_APIS or _API_SUFFIX.sub("", name) in LAUNCH_APIS
 
 
 def is_inductor_cpu_kernel(name: str) -> bool:

@@ -14,8 +14,8 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from suites.profiling.op_kinds import LAUNCH_APIS, is_cpu_kernel
-from suites.profiling.trace_events import Event, Trace
+from suites.profiling.op_kinds import is_cpu_kernel, is_launch_api
+from suites.profiling.trace_events import Event, Trace, TraceFormatError
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -23,17 +23,16 @@ STEP_PREFIX = "ProfilerStep#"
 @dataclass
 class StepMetrics:
     name: str
-    start: float
-    end: float
     host_us: float  # span of the call's record_function range (or of the step)
     device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
     n_kernels: int
     launch_api_us: float
     launch_delays_us: list[float]
     n_cpu_ops: int
-    wall_us: float  # from the step's start to the later of its end and its last device activity
+    wall_us: float  # from the call's start until its host code and device work are both done
     kernels: list[Event] = field(default_factory=list)
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
+    runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
     first_op_gap_us: float = float("nan")  # call range start -> its first op
 
     @property
@@ -73,10 +72,9 @@ def nest_cpu_events(trace: Trace) -> None:
             while stack and stack[-1].end <= event.ts:
                 stack.pop()
             parent = stack[-1] if stack else None
-            if event.cat in ("cuda_runtime", "cuda_driver"):
-                event.op = parent.name if parent else None
-                continue
             event.op = parent.name if parent else None
+            if event.cat in ("cuda_runtime", "cuda_driver"):
+                continue
             if parent is not None:
                 parent.self_us -= event.dur
             stack.append(event)
@@ -98,6 +96,9 @@ def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
     if steps:
         return steps
     everything = trace.cpu_ops + trace.annotations + trace.runtime + trace.device
+    if not everything:
+        raise TraceFormatError(f"{trace.path}: no cpu ops, annotations, runtime calls or device "
+                               "activities: nothing to analyse")
     start = min(e.ts for e in everything)
     end = max(e.end for e in everything)
     return [Event("whole trace", "", start, end - start, None, None, None, None, None)]
@@ -117,15 +118,17 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
     mode = "cuda" if trace.has_device else "cpu"
     device_by_corr: dict = defaultdict(list)
     for activity in trace.device:
-        device_by_corr[activity.corr].append(activity)
+        if activity.corr is not None:  # no id: it cannot be matched to a launch
+            device_by_corr[activity.corr].append(activity)
     starts = {name: [e.ts for e in getattr(trace, name)]
               for name in ("cpu_ops", "annotations", "runtime")}
     attributed = 0
     steps = []
     for step in find_steps(trace, step_pattern):
         call = _call_range(trace, starts["annotations"], step, label)
+        # The call's own launches: a suite step also holds an L2 flush and syncs around it.
         ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
-        runtime = _window(trace.runtime, starts["runtime"], step.ts, step.end)
+        runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, mode)
         attributed += metrics.n_kernels if mode == "cuda" else 0
         steps.append(metrics)
@@ -146,28 +149,36 @@ def _union_us(events: list[Event]) -> float:
     return total
 
 
+def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], list[float]]:
+    """The activities the runtime calls launched, and one launch delay per launch call: kernel
+    start - (launch start + duration), clipped at 0 (HTA's definition). A graph launch starts
+    many kernels under one id; only its first kernel's wait is a launch delay."""
+    kernels, delays = [], []
+    for launch in runtime:
+        launched = device_by_corr.get(launch.corr, ()) if launch.corr is not None else ()
+        kernels.extend(launched)
+        if launched and is_launch_api(launch.name):
+            delays.append(max(0.0, min(k.ts for k in launched) - launch.end))
+    kernels.sort(key=lambda e: e.ts)
+    return kernels, delays
+
+
 def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics:
-    launches = [r for r in runtime if r.name in LAUNCH_APIS]
     delays: list[float] = []
     if mode == "cuda":
-        kernels = []
-        for launch in runtime:
-            for activity in device_by_corr.get(launch.corr, ()):
-                kernels.append(activity)
-                if launch.name in LAUNCH_APIS:
-                    delays.append(max(0.0, activity.ts - launch.end))
-        kernels.sort(key=lambda e: e.ts)
+        kernels, delays = _device_work(runtime, device_by_corr)
         device_us = _union_us(kernels)
-        last_end = max([step.end] + [k.end for k in kernels])
-        first_start = min([step.ts] + [k.ts for k in kernels])
+        # From the call's start until both its host code and its device work are done.
+        first_start = min([call.ts] + [k.ts for k in kernels])
+        last_end = max([call.end] + [k.end for k in kernels])
     else:
         kernels = [op for op in ops if is_cpu_kernel(op)]
         device_us = sum(max(0.0, k.self_us) for k in kernels)
-        first_start, last_end = step.ts, step.end
+        first_start, last_end = call.ts, call.end
     return StepMetrics(
-        name=step.name, start=step.ts, end=step.end, host_us=call.dur, device_us=device_us,
-        n_kernels=len(kernels), launch_api_us=sum(r.dur for r in launches),
+        name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
+        launch_api_us=sum(r.dur for r in runtime if is_launch_api(r.name)),
         launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=last_end - first_start,
-        kernels=kernels, op_events=ops,
+        kernels=kernels, op_events=ops, runtime=runtime,
         first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),
     )

@@ -197,11 +197,12 @@ def read_trace(path) -> Trace:
             continue
         name = raw.get("name", "")
         cat = raw.get("cat", "")
-        bucket = buckets.get(cat)
-        if bucket is None:
-            if not str(name).startswith("ProfilerStep#"):
-                continue
+        if str(name).startswith("ProfilerStep#"):
             bucket = trace.annotations  # older traces emit steps as cpu ops
+        else:
+            bucket = buckets.get(cat)
+        if bucket is None:
+            continue
         ts, dur = _number(raw.get("ts")), _number(raw.get("dur"), 0.0)
         if ts is None:
             continue

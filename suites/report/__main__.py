@@ -3,19 +3,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from suites import cli
+from suites.errors import ConfigError
 from suites.report.build import write_report
+
+
+def _report(args) -> None:
+    if not (args.run_dir / "measurements.csv").is_file():
+        raise ConfigError(f"{args.run_dir}: no measurements.csv: not a run folder")
+    print(write_report(args.run_dir))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m suites.report", description=__doc__)
     parser.add_argument("run_dir", type=Path, help="a run folder (holds measurements.csv)")
-    args = parser.parse_args(argv)
-    if not (args.run_dir / "measurements.csv").is_file():
-        print(f"fusebench: error: {args.run_dir}: no measurements.csv: not a run folder",
-              file=sys.stderr)
-        return 2
-    print(write_report(args.run_dir))
-    return 0
+    return cli.run_main(parser, _report, argv, errors=(ConfigError,))
 
 
 if __name__ == "__main__":

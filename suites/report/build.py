@@ -19,7 +19,8 @@ RESULT_COLUMNS = {
     "case_id": "case", "variant": "variant", "median_us": "median us", "p10_us": "p10",
     "p90_us": "p90", "speedup": "speedup", "host_us": "host us", "device_us": "device us",
     "exposed_overhead_us": "exposed overhead us", "n_kernels": "kernels", "launch_api_us": "launch us",
-    "tflops": "TFLOP/s", "gbps": "GB/s", "pct_peak": "% roofline", "first_call_ms": "1st call ms",
+    "tflops": "TFLOP/s", "gbps": "GB/s", "pct_peak": "% roofline", "bytes_moved": "bytes (model)",
+    "backend": "SDPA backend", "first_call_ms": "1st call ms",
     "scaled_err": "error", "trace": "trace",
 }
 NOT_RUN_COLUMNS = {"case_id": "case", "variant": "variant", "status": "status", "reason": "reason"}
@@ -38,6 +39,16 @@ def _meta(env: dict) -> str:
         f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} threads; "
         f"torch {env.get('torch')}, triton {env.get('triton')}, commit {env.get('fusebench_commit')}; "
         f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
+
+
+def _measured_section(suite, frame: pd.DataFrame) -> str:
+    """The block, and each variant of the run with what it runs."""
+    items = []
+    for name in dict.fromkeys(frame["variant"]):
+        variant = registry.get_variant(suite.op, name)
+        items.append(f"{name} ({variant.family}): {variant.description}")
+    cases = frame["case_id"].nunique()
+    return (f"<p>{html.escape(suite.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
 
 
 def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> str:
@@ -59,6 +70,7 @@ def write_report(run_dir: Path) -> Path:
     plots = write_plots(frame, suite.size_axis, list(op.params), op.baseline, run_dir / "plots")
     ok, not_run = frame[frame["status"] == "ok"], frame[frame["status"] != "ok"]
     sections = [
+        ("What was measured", _measured_section(suite, frame)),
         ("What the profile says", _findings_section(frame, findings, op.baseline)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
         ("Results (status ok)", hp.table(ok, RESULT_COLUMNS, links={"trace": "Perfetto trace"})),

@@ -1,5 +1,6 @@
 """The report's findings in plain words: per dtype and size, what bounds the baseline, what the
-other variants changed (fusion, kernels per call) and which one was fastest."""
+other variants changed (fusion, kernels per call, the memory traffic fusion avoids) and which
+one was fastest."""
 from __future__ import annotations
 
 import math
@@ -25,6 +26,20 @@ def _fastest(rows: pd.DataFrame) -> str:
     return f"fastest: {best['variant']} at {best['median_us']:.4g} us ({best['speedup']:.2f}x the baseline)"
 
 
+def _traffic(rows: pd.DataFrame, baseline: str) -> str | None:
+    """The bytes each form moves by the op's model (kernels/<op>.py), against the baseline's."""
+    modelled = rows[rows["bytes_moved"].notna()].set_index("variant")
+    if baseline not in modelled.index or len(modelled) < 2:
+        return None
+    base = modelled.loc[baseline, "bytes_moved"]
+    parts = []
+    for variant, moved in modelled["bytes_moved"].items():
+        if variant != baseline:
+            parts.append(f"{variant} {moved / 1e6:.3g} MB ({1 - moved / base:.0%} less)")
+    return (f"memory traffic by the model: {baseline} moves {base / 1e6:.3g} MB per call; "
+            + ", ".join(parts))
+
+
 def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> list[tuple[str, list[str]]]:
     """[(case heading, [sentences])] in sweep order."""
     out = []
@@ -39,6 +54,9 @@ def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> li
                        if (s := _statement(findings, case_id, variant, (code,)))]
             if changes:
                 lines.append(f"{variant}: " + "; ".join(changes))
+        traffic = _traffic(rows, baseline)
+        if traffic:
+            lines.append(traffic)
         lines.append(_fastest(rows))
         out.append((case_id, lines))
     return out

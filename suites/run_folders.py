@@ -1,0 +1,83 @@
+"""Run folders, as the results readers (compare, collect) find and read them.
+
+A run folder is any folder holding a measurements.csv (what run_suite.py writes under
+results/<suite>/<time>); a path given on the command line may be one, or hold any number of
+them at any depth (a multirun sweep, a cluster launcher's job folders, a whole results/ tree).
+Rows are identified by KEY across run folders. What to do when two run folders hold the same
+row is each reader's own policy.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from suites.errors import ConfigError
+
+KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; samples.csv joins on it
+MEASUREMENTS, SAMPLES, ENV = "measurements.csv", "samples.csv", "env.json"
+_CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
+
+
+@dataclass
+class RunFiles:
+    folder: Path
+    measurements: pd.DataFrame
+    samples: pd.DataFrame | None  # None when samples.csv is absent, unreadable or not asked for
+    env: dict                     # {} when env.json is absent or unreadable (an old or partial run)
+
+
+def find_runs(path: Path) -> list[Path]:
+    """Every run folder under path (path itself included), sorted; an error when there is none."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or folder")
+    if not path.is_dir():
+        raise ConfigError(f"{path}: not a folder; pass a run folder or a folder holding run folders")
+    runs = sorted(p.parent for p in path.rglob(MEASUREMENTS))
+    if not runs:
+        raise ConfigError(f"{path}: no run folder under it (none holds a {MEASUREMENTS}); pass a "
+                          "run folder (results/<suite>/<time>) or a folder holding run folders")
+    return runs
+
+
+def _read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFrame:
+    """measurements.csv, which must hold KEY, `status` and the `required` columns."""
+    file = Path(folder) / MEASUREMENTS
+    try:
+        rows = pd.read_csv(file)
+    except _CSV_ERRORS as exc:
+        raise ConfigError(f"{file}: not a readable CSV ({exc})") from None
+    wanted = list(dict.fromkeys([*KEY, *required, "status"]))
+    missing = [c for c in wanted if c not in rows.columns]
+    if missing:
+        raise ConfigError(f"{file}: missing column(s) {', '.join(missing)}")
+    return rows
+
+
+def _read_samples(folder: Path) -> pd.DataFrame | None:
+    """Raw per-call times; a run from before samples.csv existed simply has none."""
+    file = Path(folder) / SAMPLES
+    if not file.is_file():
+        return None
+    try:
+        return pd.read_csv(file)
+    except _CSV_ERRORS:
+        return None
+
+
+def _read_env(folder: Path) -> dict:
+    try:
+        return json.loads((Path(folder) / ENV).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -> RunFiles:
+    """One run folder's files; `samples=False` skips samples.csv (the largest, often unneeded)."""
+    folder = Path(folder)
+    return RunFiles(folder, _read_measurements(folder, required),
+                    _read_samples(folder) if samples else None, _read_env(folder))
