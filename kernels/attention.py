@@ -63,7 +63,7 @@ class Attention(Op):
         return {name: random_tensor(shape, case, generator)  # (B, H, S, D)
                 for name in ("q", "k", "v")}
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         q, k, v = (inputs[name].double() for name in ("q", "k", "v"))  # (B, H, S, D)
         S, D = q.shape[-2], q.shape[-1]
         scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, S, S)

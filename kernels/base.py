@@ -73,7 +73,7 @@ class Op:
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
         raise NotImplementedError
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         """The exact answer: computed in float64 from the (low-precision) inputs."""
         raise NotImplementedError
 

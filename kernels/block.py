@@ -26,22 +26,6 @@ EPS = 1e-6
 WEIGHTS = ("norm1", "w_qkv", "w_o", "norm2", "w_gate", "w_up", "w_down")
 
 
-class BlockInputs(dict):
-    """The inputs dict, plus the head count, which no tensor's shape reveals (w_qkv is (3D, D)
-    for any H) and which the float64 reference needs. The harness hands the dict make_inputs
-    returned to reference(), so the count travels with the tensors."""
-
-    def __init__(self, tensors: dict[str, torch.Tensor], heads: int):
-        super().__init__(tensors)
-        self.heads = heads
-
-
-def _heads(inputs: Inputs) -> int:
-    if not isinstance(inputs, BlockInputs):
-        raise TypeError("block inputs must come from DecoderBlockOp.make_inputs (they carry H)")
-    return inputs.heads
-
-
 def _norm_weight(D: int, case: Case, generator: torch.Generator) -> torch.Tensor:
     # Around 1, as a trained RMSNorm's gain is; not exactly 1, so a dropped weight shows up.
     noise = torch.randn(D, generator=generator, device=case.device)  # (D,) fp32
@@ -64,7 +48,7 @@ class DecoderBlockOp(Op):
         def weight(shape, fan_in):  # 1/sqrt(fan_in): every projection's output stays O(1)
             return random_tensor(shape, case, generator, scale=1 / math.sqrt(fan_in))
 
-        return BlockInputs({
+        return {
             "x": random_tensor((B, S, D), case, generator),  # (B, S, D)
             "norm1": _norm_weight(D, case, generator),  # (D,)
             "w_qkv": weight((3 * D, D), D),  # (3D, D): q, k, v stacked, nn.Linear layout
@@ -73,12 +57,12 @@ class DecoderBlockOp(Op):
             "w_gate": weight((I, D), D),  # (I, D)
             "w_up": weight((I, D), D),  # (I, D)
             "w_down": weight((D, I), I),  # (D, I)
-        }, heads=H)
+        }
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, n1, wqkv, wo, n2, wg, wu, wd = (inputs[k].double() for k in ("x",) + WEIGHTS)
         B, S, D = x.shape
-        H = _heads(inputs)
+        H = case["H"]
 
         def rms(t, w):
             return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * w
@@ -136,9 +120,9 @@ class DecoderBlock(nn.Module):
     """The eager block. Its parameters ARE the input tensors (shared storage), so refilling the
     inputs in place, as the correctness pass does, changes what the module computes."""
 
-    def __init__(self, inputs: Inputs):
+    def __init__(self, inputs: Inputs, heads: int):
         super().__init__()
-        self.heads = _heads(inputs)
+        self.heads = heads
         I, D = inputs["w_gate"].shape
         self.eps = EPS
         self.norm1 = nn.Parameter(inputs["norm1"], requires_grad=False)  # (D,)
@@ -167,7 +151,7 @@ class DecoderBlock(nn.Module):
 
 
 def _parts(case: Case, inputs: Inputs):
-    return DecoderBlock(inputs), (inputs["x"],)
+    return DecoderBlock(inputs, heads=case["H"]), (inputs["x"],)
 
 
 def _prepare_reduce_overhead(case: Case, inputs: Inputs):
@@ -196,7 +180,7 @@ def _prepare_triton(case: Case, inputs: Inputs):
 
     x = inputs["x"]
     B, S, D = x.shape
-    H, T = _heads(inputs), B * S
+    H, T = case["H"], B * S
     x2 = x.view(T, D)  # (T, D), the same storage
     norm1, norm2 = inputs["norm1"], inputs["norm2"]
     # (in, out) views of the nn.Linear (out, in) weights: the GEMMs read them through strides.

@@ -32,7 +32,7 @@ class Linear(Op):
             "bias": random_tensor((OUT,), case, generator),  # (OUT,)
         }
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, w, b = (inputs[k].double() for k in ("x", "weight", "bias"))
         return x @ w.T + b
 

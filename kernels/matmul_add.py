@@ -32,7 +32,7 @@ class MatmulAdd(Op):
             "b": random_tensor((N,), case, generator),  # (N,)
         }
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, w, b = (inputs[k].double() for k in ("x", "w", "b"))
         return x @ w + b
 

@@ -40,7 +40,7 @@ class GeGLUMLP(Op):
             "w_down": random_tensor((D, I), case, generator, scale=1 / math.sqrt(I)),  # (D, I)
         }
 
-    def reference(self, inputs: Inputs) -> torch.Tensor:
+    def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, wg, wu, wd = (inputs[k].double() for k in ("x", "w_gate", "w_up", "w_down"))
         return (F.gelu(x @ wg.T, approximate="tanh") * (x @ wu.T)) @ wd.T
 

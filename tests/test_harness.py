@@ -105,11 +105,13 @@ def test_busy_machine_warning(monkeypatch):
     from suites.harness import environment
 
     monkeypatch.setattr(environment.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(environment.os, "getloadavg", lambda: (2.7, 2.0, 2.0))
-    assert "busy (load average 2.7 on 2 cores)" in environment.busy_machine_warning(2, "cpu")
-    assert environment.busy_machine_warning(2, "cuda") is None
-    monkeypatch.setattr(environment.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
-    assert environment.busy_machine_warning(2, "cpu") is None
+    warning = environment.busy_machine_warning(2, "cpu", others=0.9)
+    assert "other processes keep 0.9 of this machine's 2 cores busy" in warning
+    assert environment.busy_machine_warning(2, "cuda", others=0.9) is None
+    assert environment.busy_machine_warning(2, "cpu", others=0.1) is None
+    assert environment.busy_machine_warning(1, "cpu", others=0.9) is None
+    others = environment.cores_used_by_others(0.05)
+    assert others is None or 0.0 <= others <= 2.0 + 1e-9
 
 
 def test_an_error_confined_to_small_rows_is_caught():

@@ -72,4 +72,4 @@ def check_call(op: Op, case: Case, inputs: Inputs, call: Call, baseline_err: flo
     """Refill `inputs` (the tensors `call` reads) with a fresh draw, then compare."""
     refill(inputs, op.make_inputs(case, generator))
     with torch.no_grad():
-        return compare(call(), op.reference(inputs), case.dtype, baseline_err)
+        return compare(call(), op.reference(case, inputs), case.dtype, baseline_err)

@@ -5,6 +5,7 @@ import datetime
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 
 import torch
@@ -45,16 +46,38 @@ def load_average() -> float | None:
         return None
 
 
-def busy_machine_warning(threads: int, device_type: str) -> str | None:
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat, or None off Linux."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cores_used_by_others(interval_s: float = 0.25) -> float | None:
+    """Cores other processes keep busy, sampled while this one sleeps. The load average would
+    count this process itself (in a multirun the previous job just ran), so it is not used."""
+    first = _cpu_times()
+    if first is None:
+        return None
+    time.sleep(interval_s)
+    second = _cpu_times()
+    total = second[1] - first[1]
+    return (second[0] - first[0]) / total * (os.cpu_count() or 1) if total > 0 else None
+
+
+def busy_machine_warning(threads: int, device_type: str, others: float | None) -> str | None:
     """A warning when other processes compete for the cores the CPU timing uses: with every
     core in one OpenMP team, a descheduled thread stalls the whole op for a scheduler tick
     (milliseconds), and a 10 us matmul is timed at 4 to 16 ms."""
-    load, cores = load_average(), os.cpu_count() or 1
-    if device_type != "cpu" or load is None or load + threads <= cores + 0.5:
+    cores = os.cpu_count() or 1
+    if device_type != "cpu" or others is None or others + threads <= cores + 0.25:
         return None
-    return (f"warning: this machine is busy (load average {load} on {cores} cores) and the "
-            f"timing uses {threads} threads: CPU timings will include scheduler stalls. Use a "
-            "quiet machine, or fewer threads (timing.threads=1).")
+    return (f"warning: other processes keep {others:.1f} of this machine's {cores} cores busy and "
+            f"the timing uses {threads} threads: CPU timings will include scheduler stalls. Use "
+            "a quiet machine, or fewer threads (timing.threads=1).")
 
 
 def describe(device: str, threads: int) -> dict:
@@ -70,6 +93,7 @@ def describe(device: str, threads: int) -> dict:
         "cpu_count": os.cpu_count(),
         "threads": threads,
         "load_average": load_average(),
+        "cores_used_by_others": cores_used_by_others(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         # Set to 0, CUPTI stays attached after a profile and adds launch overhead to every
         # later timing of the same process (torch does this for CUDA graphs on old CUDA).

@@ -33,7 +33,8 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
     started = time.perf_counter()
     torch.set_num_threads(spec.timing.threads)  # recorded on every row, and in env.json
     env = describe(spec.device, spec.timing.threads)
-    warning = busy_machine_warning(spec.timing.threads, torch.device(spec.device).type)
+    warning = busy_machine_warning(spec.timing.threads, torch.device(spec.device).type,
+                                   env["cores_used_by_others"])
     if warning:
         print(warning, file=stream)
         env["warning"] = warning
