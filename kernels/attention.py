@@ -2,8 +2,9 @@
 
 The series' attention experiment: the textbook eager form materializes the (B, H, S, S) score
 matrix, which five ops in a row write or read (matmul, scale, mask, softmax, matmul);
-torch.compile fuses the middle three; SDPA's fused backends and the Triton flash kernel never let the scores leave
-the chip. Which SDPA backend actually ran is read from the profile (the `backend` column).
+torch.compile fuses the middle three; SDPA's fused backends and the Triton flash kernel never
+let the scores leave the chip. Which SDPA backend actually ran is read from the profile (the
+`backend` column).
 """
 from __future__ import annotations
 

@@ -103,8 +103,8 @@ class Variant:
     """One implementation of an op.
 
     `prepare(case, inputs)` does all set-up (compilation wrappers, weight layout) and returns the
-    zero-argument call that is checked, timed and profiled, inside `scope()`. Lazy work (a compile, an autotune)
-    happens in the first call, which the harness times separately.
+    zero-argument call that is checked, timed and profiled, inside `scope()`. Lazy work (a
+    compile, an autotune) happens in the first call, which the harness times separately.
     """
 
     op: str

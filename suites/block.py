@@ -1,14 +1,10 @@
 """The block suite: a pre-norm decoder block (RMSNorm, causal attention, GeGLU MLP, residuals)
 over named axes B (batch), S (sequence), D (model), H (heads), I (MLP hidden)."""
 from kernels.block import DecoderBlockOp
-from suites.catalog import SuiteDef, axes_for
+from suites.catalog import axes_suite
 
-SUITE = SuiteDef(
-    name="block",
-    op="block",
-    shape_key="axes",
-    size_axis="S",
-    expand=axes_for(DecoderBlockOp.params),
-    describe="pre-norm decoder block x + attn(norm(x)), h + GeGLU(norm(h)): how much of a whole "
-             "block do compile and hand-fused Triton kernels win back?",
+SUITE = axes_suite(
+    DecoderBlockOp, "S",
+    "pre-norm decoder block x + attn(norm(x)), h + GeGLU(norm(h)): how much of a whole "
+    "block do compile and hand-fused Triton kernels win back?",
 )

@@ -75,3 +75,9 @@ def axes_for(op_params: tuple[str, ...]):
         return [{name: shape[name] for name in op_params} for shape in shapes]
 
     return expand
+
+
+def axes_suite(op, size_axis: str, describe: str) -> SuiteDef:
+    """A suite named like its op, whose config sweeps the op's parameters as named axes."""
+    return SuiteDef(name=op.name, op=op.name, shape_key="axes", size_axis=size_axis,
+                    expand=axes_for(op.params), describe=describe)

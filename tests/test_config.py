@@ -80,7 +80,8 @@ def test_device_cuda_without_gpu_is_a_clear_error():
 
 @pytest.mark.parametrize("override, message", [
     ("suite.dtypes=[float8]", r"suite.dtypes: unknown dtype 'float8'; accepted: float32, bfloat16, float16"),
-    ("suite.variants=[eager,fast]", r"suite.variants: unknown variant 'fast' for matmul_add; accepted: eager, addmm"),
+    ("suite.variants=[eager,fast]",
+     r"suite.variants: unknown variant 'fast' for matmul_add; accepted: eager, addmm"),
     ("suite.sizes=[64,0]", r"suite.sizes: 0 is not a positive integer"),
     ("suite.sizes=[-8]", r"suite.sizes: -8 is not a positive integer"),
     ("suite.sizes=[64,abc]", r"suite.sizes: 'abc' is not a positive integer"),

@@ -76,7 +76,8 @@ def test_hidden_copy_on_gpu_with_its_bytes(tmp_path):
 
 
 def test_hidden_copy_on_cpu_names_the_enclosing_op(tmp_path):
-    copy = profile_of(cpu_step(0, 0, [("aten::addmm", 2, 50), ("aten::copy_", 4, 5)]), tmp_path, name="c.json")
+    copy = profile_of(cpu_step(0, 0, [("aten::addmm", 2, 50), ("aten::copy_", 4, 5)]), tmp_path,
+                      name="c.json")
     base = profile_of(cpu_step(0, 0, [("aten::mm", 2, 50)]), tmp_path, name="b.json")
     found = codes(copy, baseline_row={}, baseline_profile=base)
     assert "inside aten::addmm" in found["hidden_copy"].statement

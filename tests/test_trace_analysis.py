@@ -56,7 +56,8 @@ def test_every_launch_api_is_a_launch(api, tmp_path):
     for e in doc["traceEvents"]:
         if e.get("name") == "cuLaunchKernel":
             e["name"] = api
-            e["cat"] = "cuda_driver" if api.startswith("cu") and not api.startswith("cuda") else "cuda_runtime"
+            driver = api.startswith("cu") and not api.startswith("cuda")
+            e["cat"] = "cuda_driver" if driver else "cuda_runtime"
     analysis = analyze(read_trace(write(doc, tmp_path / "t.json.gz")))
     [step] = analysis.steps
     assert step.n_kernels == 1 and step.launch_api_us == pytest.approx(47.768)

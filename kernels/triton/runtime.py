@@ -68,8 +68,9 @@ def check_tensors(op_name: str, *, same_dtype: bool = True,
     """The checks every Triton wrapper makes on its tensor arguments (None ones are skipped).
 
     Bad input (not a tensor, a dtype outside SUPPORTED_DTYPES, mixed dtypes unless same_dtype
-    is False, mixed devices) raises ValueError. Tensors on a device the kernels cannot run on (a CPU without the interpreter,
-    or anything but CUDA and CPU) raise RuntimeError: the input is fine, the machine is not.
+    is False, mixed devices) raises ValueError. Tensors on a device the kernels cannot run on
+    (a CPU without the interpreter, or anything but CUDA and CPU) raise RuntimeError: the input
+    is fine, the machine is not.
     """
     given = {name: t for name, t in tensors.items() if t is not None}
     for name, t in given.items():

@@ -33,8 +33,9 @@ max |out - ref| / max |ref| of the row; the worst row counts. A variant passes i
 most 2x the baseline's error in the same dtype plus a dtype floor (fp32 1e-5, fp16 1e-3,
 bf16 8e-3).</dd>
 <dt>overhead-bound</dt><dd>The device (on CPU: the compute ops) is busy less than half of the
-profiled call, from its start until its host code and device work are both done. Otherwise compute-bound or memory-bound by the roofline: the op's FLOP per byte
-against the measured ridge point (peak FLOP/s / peak bandwidth).</dd>
+profiled call, from its start until its host code and device work are both done. Otherwise
+compute-bound or memory-bound by the roofline: the op's FLOP per byte against the measured
+ridge point (peak FLOP/s / peak bandwidth).</dd>
 </dl>
 <p>Traces (<code>traces/*.json.gz</code>) open in <a href="https://ui.perfetto.dev">ui.perfetto.dev</a>
 or chrome://tracing; the key_averages tables are in <code>tables/</code>.</p>"""
