@@ -20,8 +20,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernels.base import DTYPES, Case, Inputs, Op, Variant, always_supported, random_tensor
 from kernels.compiled import compile_prepare, eager_prepare
+from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
-from kernels.triton.runtime import MAX_HEAD_DIM, unavailable_reason
+from kernels.triton import runtime as triton_runtime
 
 OP = "attention"
 
@@ -53,6 +54,15 @@ class Attention(Op):
     name = OP
     params = ("B", "H", "S", "D")
     baseline = "naive"
+    size_axis = "S"
+    rung = 40
+    describe = ("causal softmax(q k^T / sqrt(D)) v on (B, H, S, D): eager with the (S, S) scores "
+                "in memory, torch.compile, the SDPA backends and a Triton flash kernel")
+    # Two (S, S, D) GEMMs per head at 2 FLOPs per multiply-add, halved: causal keeps the part on
+    # or below the diagonal, the useful work. The unfused forms compute the full square (and
+    # throw half away), so their achieved TFLOP/s reads low by design.
+    flops_formula = Formula("4*B*H*S**2*D / 2")
+    bytes_formula = Formula("4*B*H*S*D * itemsize")  # q, k, v read, out written
     # S = 37 is not a multiple of any block size; D = 16 is a head dim every fused backend
     # accepts (a multiple of 8).
     test_shape = {"B": 1, "H": 2, "S": 37, "D": 16}
@@ -71,17 +81,6 @@ class Attention(Op):
         above = torch.ones(S, S, dtype=torch.bool, device=q.device).triu(1)  # key j > query i
         scores = scores.masked_fill(above, float("-inf"))
         return torch.softmax(scores, dim=-1) @ v  # (B, H, S, D)
-
-    def flops(self, case: Case) -> float:
-        B, H, S, D = (case[p] for p in self.params)
-        # Two (S, S, D) GEMMs per head at 2 FLOPs per multiply-add = 4 B H S^2 D; causal keeps the
-        # half on or below the diagonal: the useful work. The unfused forms compute the full
-        # square (and throw half away), so their achieved TFLOP/s reads low by design.
-        return 4.0 * B * H * S * S * D * 0.5
-
-    def bytes_ideal(self, case: Case) -> float:
-        B, H, S, D = (case[p] for p in self.params)
-        return 4.0 * B * H * S * D * case.torch_dtype.itemsize  # q, k, v read, out written
 
     def bytes_moved(self, case: Case, variant: str) -> float | None:
         passes = SCORE_PASSES.get(variant)
@@ -177,12 +176,6 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return lambda: flash_attention(q, k, v, causal=True)
 
 
-def triton_supports(case: Case) -> str | None:
-    if case["D"] > MAX_HEAD_DIM:  # the (BLOCK_M, D) accumulator lives in registers
-        return f"the Triton flash kernel takes head dims up to {MAX_HEAD_DIM}, not D={case['D']}"
-    return unavailable_reason(case.device_type, for_timing=True)
-
-
 _SDPA_DESCRIPTIONS = {
     "sdpa": "F.scaled_dot_product_attention(is_causal=True): SDPA picks the backend "
             "(see the backend column)",
@@ -207,6 +200,7 @@ for _name, _backend in SDPA_BACKENDS.items():
     register_variant(Variant(OP, _name, "library", _prepare_sdpa, scope=_pinned(_backend),
                              supports=_sdpa_supports(_backend) if _backend else always_supported,
                              description=_SDPA_DESCRIPTIONS[_name]))
-register_variant(Variant(OP, "triton_flash", "triton", _prepare_triton, supports=triton_supports,
+register_variant(Variant(OP, "triton_flash", "triton", _prepare_triton,
+                         supports=lambda c: triton_runtime.supports(c, head_dim=("D", c["D"])),
                          description="Triton FlashAttention-2-style forward: online softmax, "
                                      "causal tiles above the diagonal skipped"))

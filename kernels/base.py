@@ -1,12 +1,16 @@
 """The contract every block shares: a Case (one point of the input space), an Op (inputs,
-reference, cost model) and a Variant (one implementation, prepared into a zero-argument call)."""
+reference, cost model, how its suite is swept) and a Variant (one implementation, prepared into a
+zero-argument call)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Mapping
 
 import torch
+
+from kernels.formula import Formula
 
 # Short names used in case ids and plots; the long names are what configs and CSVs use.
 DTYPES: dict[str, torch.dtype] = {
@@ -17,33 +21,37 @@ DTYPES: dict[str, torch.dtype] = {
 DTYPE_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 FAMILIES = ("eager", "library", "compile", "triton")
+# A categorical parameter's values appear in case ids and file names as they are.
+CHOICE = re.compile(r"[a-z][a-z0-9_]*")
 
 Inputs = dict[str, torch.Tensor]
 Call = Callable[[], torch.Tensor]
+Value = int | str  # a parameter: a size, or one of a categorical parameter's choices
 
 
 @dataclass(frozen=True)
 class Case:
-    """One point of an op's input space: named integer sizes, a dtype and a device."""
+    """One point of an op's input space: named parameters, a dtype and a device."""
 
     op: str
-    params: tuple[tuple[str, int], ...]
+    params: tuple[tuple[str, Value], ...]
     dtype: str
     device: str
     seed: int = 0
 
     @classmethod
-    def make(cls, op: str, params: Mapping[str, int], dtype: str, device: str, seed: int = 0):
-        return cls(op, tuple((k, int(v)) for k, v in params.items()), dtype, device, seed)
+    def make(cls, op: str, params: Mapping[str, Value], dtype: str, device: str, seed: int = 0):
+        return cls(op, tuple((k, v if isinstance(v, str) else int(v)) for k, v in params.items()),
+                   dtype, device, seed)
 
-    def __getitem__(self, name: str) -> int:
+    def __getitem__(self, name: str) -> Value:
         for key, value in self.params:
             if key == name:
                 return value
         raise KeyError(f"case {self.id} has no parameter {name!r}")
 
     @property
-    def sizes(self) -> dict[str, int]:
+    def sizes(self) -> dict[str, Value]:
         return dict(self.params)
 
     @property
@@ -56,18 +64,29 @@ class Case:
 
     @property
     def id(self) -> str:
-        """Stable, readable, file-name safe: `M1024-N1024-K1024-bf16`."""
-        return "-".join([f"{k}{v}" for k, v in self.params] + [DTYPE_SHORT[self.dtype]])
+        """Stable, readable, file-name safe: `M1024-N1024-K1024-bf16`, `T1024-D768-rms-fp32`."""
+        parts = [v if isinstance(v, str) else f"{k}{v}" for k, v in self.params]
+        return "-".join(parts + [DTYPE_SHORT[self.dtype]])
 
 
 class Op:
-    """What all variants of one block share. Subclasses fill in the model and the reference."""
+    """What all variants of one block share, and how its suite sweeps it. Subclasses fill in the
+    model and the reference. The suite of an op is named like it (conf/suite/<name>.yaml)."""
 
     name: str = ""
-    params: tuple[str, ...] = ()  # the named sizes a case of this op carries, in order
+    params: tuple[str, ...] = ()  # the named parameters a case of this op carries, in order
+    # Categorical parameters and their values (every other parameter is a positive size).
+    choices: dict[str, tuple[str, ...]] = {}
     baseline: str = "eager"  # the variant every speedup is measured against
+    size_axis: str = ""  # the size on the x axis of the suite's plots
+    rung: int = 0  # position on the ladder: suites are listed and reported in this order
+    describe: str = ""  # one line: what the suite asks
+    # FLOPs and ideal bytes (every input read once, every output written once), as formulas of
+    # the parameters and `itemsize`: the report prints the same text the numbers come from.
+    flops_formula: Formula
+    bytes_formula: Formula
     # A small shape whose sizes are not multiples of any kernel's block sizes, for the tests
-    # generated from the registry.
+    # generated from the registry; they cross it with every choice of each categorical parameter.
     test_shape: dict[str, int] = {}
 
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
@@ -77,12 +96,15 @@ class Op:
         """The exact answer: computed in float64 from the (low-precision) inputs."""
         raise NotImplementedError
 
+    def _values(self, case: Case) -> dict[str, Value]:
+        return {**case.sizes, "itemsize": case.torch_dtype.itemsize}
+
     def flops(self, case: Case) -> float:
-        raise NotImplementedError
+        return self.flops_formula.evaluate(self._values(case))
 
     def bytes_ideal(self, case: Case) -> float:
         """Bytes moved if every input is read once and every output written once."""
-        raise NotImplementedError
+        return self.bytes_formula.evaluate(self._values(case))
 
     def bytes_unfused(self, case: Case) -> float | None:
         """Bytes the unfused eager form moves (intermediates written and read back), if modelled."""
@@ -93,6 +115,14 @@ class Op:
         the baseline (the unfused form) is; ops whose variants fuse differently say more."""
         return self.bytes_unfused(case) if variant == self.baseline else None
 
+    def test_cases(self, dtype: str, device: str, seed: int = 0) -> list[Case]:
+        """The test shape with each choice of the categorical parameters."""
+        cases = [dict(self.test_shape)]
+        for name, values in self.choices.items():
+            cases = [{**c, name: v} for c in cases for v in values]
+        return [Case.make(self.name, {p: c[p] for p in self.params}, dtype, device, seed)
+                for c in cases]
+
 
 def always_supported(case: Case) -> str | None:
     return None
@@ -102,9 +132,11 @@ def always_supported(case: Case) -> str | None:
 class Variant:
     """One implementation of an op.
 
-    `prepare(case, inputs)` does all set-up (compilation wrappers, weight layout) and returns the
-    zero-argument call that is checked, timed and profiled, inside `scope()`. Lazy work (a
-    compile, an autotune) happens in the first call, which the harness times separately.
+    `supports(case)` says why the variant cannot run on a case (its shape, dtype or device), or
+    None; whether a run may *time* it is the harness's rule, not the variant's. `prepare(case,
+    inputs)` does all set-up (compilation wrappers, weight layout) and returns the zero-argument
+    call that is checked, timed and profiled, inside `scope()`. Lazy work (a compile, an
+    autotune) happens in the first call, which the harness times separately.
     """
 
     op: str

@@ -18,8 +18,9 @@ from torch import nn
 
 from kernels.base import Case, Inputs, Op, Variant, random_tensor
 from kernels.compiled import compile_prepare, cuda_only, eager_prepare
+from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
-from kernels.triton.runtime import MAX_HEAD_DIM, unavailable_reason
+from kernels.triton import runtime as triton_runtime
 
 OP = "block"
 EPS = 1e-6
@@ -35,6 +36,16 @@ def _norm_weight(D: int, case: Case, generator: torch.Generator) -> torch.Tensor
 class DecoderBlockOp(Op):
     name = OP
     params = ("B", "S", "D", "H", "I")
+    size_axis = "S"
+    rung = 60
+    describe = ("pre-norm decoder block x + attn(norm(x)), h + GeGLU(norm(h)): how much of a whole "
+                "block do compile and hand-fused Triton kernels win back?")
+    # T = B*S tokens: QKV 6·T·D² + causal attention 4·B·H·S²·(D/H) / 2 + Wo 2·T·D² + GeGLU MLP
+    # 6·T·D·I. Norms, softmax, gelu and adds are O(T·D) or O(B·H·S²): under 1% at any realistic
+    # D, and left out, as for the other blocks.
+    flops_formula = Formula("6*B*S*D**2 + 2*B*H*S**2*(D//H) + 2*B*S*D**2 + 6*B*S*D*I")
+    # x read, out written, and the weights: qkv 3D², o D², gate/up/down 3·D·I, two norm gains.
+    bytes_formula = Formula("(2*B*S*D + 4*D**2 + 3*D*I + 2*D) * itemsize")
     # Odd sizes: T = 74 and D = 60 are no multiples of the 32-wide interpreter tiles, the head
     # size 20 is no power of two (flash attention pads it to 32), and B = 2 checks batch strides.
     test_shape = {"B": 2, "S": 37, "D": 60, "H": 3, "I": 80}
@@ -74,23 +85,6 @@ class DecoderBlockOp(Op):
         h = x + attn.transpose(1, 2).reshape(B, S, D) @ wo.T  # (B, S, D)
         n = rms(h, n2)
         return h + (F.gelu(n @ wg.T, approximate="tanh") * (n @ wu.T)) @ wd.T
-
-    def flops(self, case: Case) -> float:
-        # T = B*S tokens. QKV 2*T*D*3D + attention 4*B*H*S^2*(D/H) * 0.5 (causal: half the
-        # scores) + Wo 2*T*D*D + GeGLU MLP 6*T*D*I. Norms, softmax, gelu and adds are O(T*D)
-        # or O(B*H*S^2): under 1% at any realistic D, and left out, as for the other blocks.
-        B, S, D, H, I = (case[k] for k in self.params)
-        T = B * S
-        return 6.0 * T * D * D + 0.5 * 4.0 * B * H * S * S * (D // H) + 2.0 * T * D * D \
-            + 6.0 * T * D * I
-
-    def _weights(self, case: Case) -> int:
-        D, I = case["D"], case["I"]
-        return 3 * D * D + D * D + 3 * D * I + 2 * D  # qkv, o, gate/up/down, two norm gains
-
-    def bytes_ideal(self, case: Case) -> float:
-        T, D = case["B"] * case["S"], case["D"]
-        return float(T * D + self._weights(case) + T * D) * case.torch_dtype.itemsize
 
     def _moved(self, case: Case, td_passes: int, ti_passes: int) -> float:
         T, D, I = case["B"] * case["S"], case["D"], case["I"]
@@ -203,14 +197,6 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return block
 
 
-def triton_supports(case: Case) -> str | None:
-    reason = unavailable_reason(case.device_type, for_timing=True)
-    if reason is None and case["D"] // case["H"] > MAX_HEAD_DIM:
-        reason = (f"flash_attention supports head sizes up to {MAX_HEAD_DIM}, "
-                  f"not D/H={case['D'] // case['H']}")
-    return reason
-
-
 register_op(DecoderBlockOp())
 register_variant(Variant(OP, "eager", "eager", eager_prepare(_parts),
                          description="nn.Module: F.rms_norm, nn.Linear QKV/O/MLP, SDPA (causal), "
@@ -222,7 +208,9 @@ register_variant(Variant(OP, "compile_reduce_overhead", "compile", _prepare_redu
                          supports=cuda_only,
                          description="torch.compile mode='reduce-overhead': the compiled block "
                                      "replayed as one CUDA graph"))
-register_variant(Variant(OP, "triton", "triton", _prepare_triton, supports=triton_supports,
+register_variant(Variant(OP, "triton", "triton", _prepare_triton,
+                         supports=lambda case: triton_runtime.supports(
+                             case, head_dim=("D/H", case["D"] // case["H"])),
                          description="this project's Triton kernels: rms_norm, QKV GEMM, flash "
                                      "attention on strided views, GEMMs with residual epilogues, "
                                      "fused GeGLU GEMM"))

@@ -13,8 +13,9 @@ from torch import nn
 
 from kernels.base import Case, Inputs, Op, Variant, random_tensor
 from kernels.compiled import compile_prepare, eager_prepare
-from kernels.matmul_add import triton_supports
+from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
+from kernels.triton import runtime as triton_runtime
 
 OP = "linear"
 
@@ -22,6 +23,11 @@ OP = "linear"
 class Linear(Op):
     name = OP
     params = ("T", "IN", "OUT")
+    size_axis = "T"
+    rung = 20
+    describe = "nn.Linear(IN, OUT, bias=True) on x (T, IN): the bias add fused into the GEMM"
+    flops_formula = Formula("2*T*IN*OUT + T*OUT")
+    bytes_formula = Formula("(T*IN + OUT*IN + OUT + T*OUT) * itemsize")
     test_shape = {"T": 37, "IN": 29, "OUT": 45}
 
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
@@ -35,14 +41,6 @@ class Linear(Op):
     def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, w, b = (inputs[k].double() for k in ("x", "weight", "bias"))
         return x @ w.T + b
-
-    def flops(self, case: Case) -> float:
-        T, IN, OUT = case["T"], case["IN"], case["OUT"]
-        return 2.0 * T * IN * OUT + T * OUT
-
-    def bytes_ideal(self, case: Case) -> float:
-        T, IN, OUT = case["T"], case["IN"], case["OUT"]
-        return float(T * IN + OUT * IN + OUT + T * OUT) * case.torch_dtype.itemsize
 
 
 def _module_parts(case: Case, inputs: Inputs):
@@ -67,6 +65,7 @@ register_variant(Variant(OP, "eager", "eager", eager_prepare(_module_parts),
                          description="nn.Linear module (aten::linear -> addmm)"))
 register_variant(Variant(OP, "compile", "compile", compile_prepare(_module_parts),
                          description="torch.compile of the nn.Linear module"))
-register_variant(Variant(OP, "triton", "triton", _prepare_triton, supports=triton_supports,
+register_variant(Variant(OP, "triton", "triton", _prepare_triton,
+                         supports=triton_runtime.supports,
                          description="Triton GEMM with the bias in the epilogue, weight read "
                                      "through its strides"))

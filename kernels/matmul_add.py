@@ -12,8 +12,9 @@ import torch
 
 from kernels.base import Case, Inputs, Op, Variant, random_tensor
 from kernels.compiled import compile_prepare, eager_prepare
+from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
-from kernels.triton.runtime import unavailable_reason
+from kernels.triton import runtime as triton_runtime
 
 OP = "matmul_add"
 
@@ -21,6 +22,11 @@ OP = "matmul_add"
 class MatmulAdd(Op):
     name = OP
     params = ("M", "N", "K")
+    size_axis = "M"
+    rung = 10
+    describe = "y = x @ w + b, square M = N = K: the series' torch.add(torch.matmul(x, w), b)"
+    flops_formula = Formula("2*M*N*K + M*N")  # the GEMM, then one add per output
+    bytes_formula = Formula("(M*K + K*N + N + M*N) * itemsize")
     test_shape = {"M": 37, "N": 45, "K": 29}
 
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
@@ -35,14 +41,6 @@ class MatmulAdd(Op):
     def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, w, b = (inputs[k].double() for k in ("x", "w", "b"))
         return x @ w + b
-
-    def flops(self, case: Case) -> float:
-        M, N, K = case["M"], case["N"], case["K"]
-        return 2.0 * M * N * K + M * N  # the GEMM, then one add per output
-
-    def bytes_ideal(self, case: Case) -> float:
-        M, N, K = case["M"], case["N"], case["K"]
-        return float(M * K + K * N + N + M * N) * case.torch_dtype.itemsize
 
     def bytes_unfused(self, case: Case) -> float:
         # Eager writes the (M, N) product, then the add reads it back and writes y.
@@ -69,10 +67,6 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return lambda: matmul_bias_act(x, w, b)
 
 
-def triton_supports(case: Case) -> str | None:
-    return unavailable_reason(case.device_type, for_timing=True)
-
-
 register_op(MatmulAdd())
 register_variant(Variant(OP, "eager", "eager", eager_prepare(_eager_parts),
                          description="torch.add(torch.matmul(x, w), b): two ops"))
@@ -80,5 +74,6 @@ register_variant(Variant(OP, "addmm", "library", _prepare_addmm,
                          description="torch.addmm(b, x, w): the dispatcher's fused GEMM + bias"))
 register_variant(Variant(OP, "compile", "compile", compile_prepare(_eager_parts),
                          description="torch.compile of the eager function (default mode)"))
-register_variant(Variant(OP, "triton", "triton", _prepare_triton, supports=triton_supports,
+register_variant(Variant(OP, "triton", "triton", _prepare_triton,
+                         supports=triton_runtime.supports,
                          description="Triton tiled GEMM, bias added in the epilogue"))

@@ -15,8 +15,9 @@ from torch import nn
 
 from kernels.base import Case, Inputs, Op, Variant, random_tensor
 from kernels.compiled import compile_prepare, eager_prepare
-from kernels.matmul_add import triton_supports
+from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
+from kernels.triton import runtime as triton_runtime
 
 OP = "mlp"
 
@@ -29,6 +30,12 @@ INTERMEDIATE_PASSES = {"eager": 8, "compile": 6, "triton_geglu": 6, "triton_fuse
 class GeGLUMLP(Op):
     name = OP
     params = ("T", "D", "I")
+    size_axis = "T"
+    rung = 30
+    describe = "GeGLU MLP down(gelu_tanh(x Wg^T) * (x Wu^T)): does fusing gelu*mul pay off?"
+    # The three GEMMs; gelu and mul add O(T*I), under 0.1% at any realistic D.
+    flops_formula = Formula("6*T*D*I")
+    bytes_formula = Formula("(2*T*D + 3*D*I) * itemsize")
     test_shape = {"T": 37, "D": 29, "I": 45}
 
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
@@ -43,14 +50,6 @@ class GeGLUMLP(Op):
     def reference(self, case: Case, inputs: Inputs) -> torch.Tensor:
         x, wg, wu, wd = (inputs[k].double() for k in ("x", "w_gate", "w_up", "w_down"))
         return (F.gelu(x @ wg.T, approximate="tanh") * (x @ wu.T)) @ wd.T
-
-    def flops(self, case: Case) -> float:
-        # The three GEMMs; gelu and mul add O(T*I), under 0.1% at any realistic D.
-        return 6.0 * case["T"] * case["D"] * case["I"]
-
-    def bytes_ideal(self, case: Case) -> float:
-        T, D, I = case["T"], case["D"], case["I"]
-        return float(2 * T * D + 3 * D * I) * case.torch_dtype.itemsize
 
     def _intermediates(self, case: Case, passes: int) -> float:
         return float(passes * case["T"] * case["I"]) * case.torch_dtype.itemsize
@@ -105,9 +104,9 @@ register_variant(Variant(OP, "eager", "eager", eager_prepare(_module_parts),
 register_variant(Variant(OP, "compile", "compile", compile_prepare(_module_parts),
                          description="torch.compile: Inductor fuses gelu*mul into one kernel"))
 register_variant(Variant(OP, "triton_geglu", "triton", _prepare_triton_geglu,
-                         supports=triton_supports,
+                         supports=triton_runtime.supports,
                          description="torch GEMMs plus one hand-written Triton gelu*mul kernel"))
 register_variant(Variant(OP, "triton_fused", "triton", _prepare_triton_fused,
-                         supports=triton_supports,
+                         supports=triton_runtime.supports,
                          description="gate and up in one Triton GEMM with a gelu*mul epilogue, "
                                      "then the down GEMM"))

@@ -1,15 +1,18 @@
-"""The registry: ops by name, variants by (op, variant). A plain dict, filled on import of the
-block modules. Registering a name twice is an error; an unknown name is an error that lists the
-known ones."""
+"""The registry: ops by name, variants by (op, variant). A plain dict, filled when the block
+modules are imported. Registering a name twice is an error; an unknown name is an error that
+lists the known ones.
+
+Every module directly in the kernels package is imported once (load_all), so a new block is
+found by being there: no list of module names to keep in step. The ladder order is each op's
+`rung`.
+"""
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
-from kernels.base import Op, Variant
-
-# Block modules in ladder order; importing one registers its op and variants.
-BLOCK_MODULES = ("kernels.matmul_add", "kernels.linear", "kernels.mlp", "kernels.attention",
-                 "kernels.block")
+import kernels
+from kernels.base import CHOICE, Op, Variant
 
 _OPS: dict[str, Op] = {}
 _VARIANTS: dict[tuple[str, str], Variant] = {}
@@ -23,9 +26,32 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
+def _check_op(op: Op) -> None:
+    """The declarations the suite, the tests and the report rely on, checked at registration."""
+    where = f"op {op.name!r}"
+    sizes = [p for p in op.params if p not in op.choices]
+    if not op.name or not op.params or op.size_axis not in sizes:
+        raise ValueError(f"{where}: needs a name, params and a size_axis among its sizes {sizes}")
+    if not set(op.choices) <= set(op.params):
+        raise ValueError(f"{where}: choices {sorted(op.choices)} must be params {op.params}")
+    bad = [v for values in op.choices.values() for v in values if not CHOICE.fullmatch(v)]
+    if bad or any(not values for values in op.choices.values()):
+        raise ValueError(f"{where}: choices must be non-empty lists of lower-case names, got {bad}")
+    if set(op.test_shape) != set(sizes):
+        raise ValueError(f"{where}: test_shape {sorted(op.test_shape)} must give every size {sizes}")
+    names = (*op.params, "itemsize")
+    for formula in (op.flops_formula, op.bytes_formula):
+        if not formula.names <= set(names):
+            raise ValueError(f"{where}: formula {formula.expression!r} uses names outside {names}")
+    clash = [o.name for o in _OPS.values() if o.rung == op.rung]
+    if clash:
+        raise ValueError(f"{where}: rung {op.rung} is taken by {clash[0]!r}")
+
+
 def register_op(op: Op) -> Op:
     if op.name in _OPS:
         raise ValueError(f"op {op.name!r} is already registered")
+    _check_op(op)
     _OPS[op.name] = op
     return op
 
@@ -41,18 +67,24 @@ def register_variant(variant: Variant) -> Variant:
 
 
 def load_all() -> None:
+    """Import every module of the kernels package (not kernels.triton: the block modules import
+    Triton lazily, where it may be missing); a block module registers its op on import."""
     global _loaded
     if not _loaded:
-        for module in BLOCK_MODULES:
-            importlib.import_module(module)
+        for module in pkgutil.iter_modules(kernels.__path__):
+            if not module.ispkg:
+                importlib.import_module(f"kernels.{module.name}")
         _loaded = True
 
 
-def op_names() -> list[str]:
-    """In ladder order (BLOCK_MODULES), whichever block module happened to be imported first."""
+def ops() -> list[Op]:
+    """Every op, in ladder order."""
     load_all()
-    rank = {module.rsplit(".", 1)[1]: i for i, module in enumerate(BLOCK_MODULES)}
-    return sorted(_OPS, key=lambda name: rank.get(name, len(rank)))
+    return sorted(_OPS.values(), key=lambda op: op.rung)
+
+
+def op_names() -> list[str]:
+    return [op.name for op in ops()]
 
 
 def get_op(name: str) -> Op:

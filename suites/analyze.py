@@ -18,7 +18,7 @@ import pandas as pd
 
 from kernels.base import DTYPES
 from suites import cli
-from suites.findings.core import FindingContext, run_detectors
+from suites.findings import FindingContext, run_detectors
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import TraceFormatError, read_trace
@@ -88,7 +88,7 @@ def analyze_trace(args) -> None:
     started = time.perf_counter()
     trace = read_trace(args.trace)
     profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
-    ctx = FindingContext(device_type=profile.analysis.mode, profile=profile, dtype=args.dtype)
+    ctx = FindingContext(profile=profile, dtype=args.dtype)
     findings = run_detectors(ctx)
     print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started))
     if args.csv:

@@ -16,10 +16,9 @@ from typing import Sequence
 import pandas as pd
 
 from suites.errors import ConfigError
+from suites.results.tables import CSV_ERRORS, MEASUREMENTS_CSV, SAMPLES_CSV, read_measurements
 
-KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; samples.csv joins on it
-MEASUREMENTS, SAMPLES, ENV = "measurements.csv", "samples.csv", "env.json"
-_CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
+ENV = "env.json"
 
 
 @dataclass
@@ -37,39 +36,25 @@ def find_runs(path: Path) -> list[Path]:
         raise ConfigError(f"{path}: no such file or folder")
     if not path.is_dir():
         raise ConfigError(f"{path}: not a folder; pass a run folder or a folder holding run folders")
-    runs = sorted(p.parent for p in path.rglob(MEASUREMENTS))
+    runs = sorted(p.parent for p in path.rglob(MEASUREMENTS_CSV))
     if not runs:
-        raise ConfigError(f"{path}: no run folder under it (none holds a {MEASUREMENTS}); pass a "
-                          "run folder (results/<suite>/<time>) or a folder holding run folders")
+        raise ConfigError(f"{path}: no run folder under it (none holds a {MEASUREMENTS_CSV}); pass "
+                          "a run folder (results/<suite>/<time>) or a folder holding run folders")
     return runs
-
-
-def _read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFrame:
-    """measurements.csv, which must hold KEY, `status` and the `required` columns."""
-    file = Path(folder) / MEASUREMENTS
-    try:
-        rows = pd.read_csv(file)
-    except _CSV_ERRORS as exc:
-        raise ConfigError(f"{file}: not a readable CSV ({exc})") from None
-    wanted = list(dict.fromkeys([*KEY, *required, "status"]))
-    missing = [c for c in wanted if c not in rows.columns]
-    if missing:
-        raise ConfigError(f"{file}: missing column(s) {', '.join(missing)}")
-    return rows
 
 
 def _read_samples(folder: Path) -> pd.DataFrame | None:
     """Raw per-call times; a run from before samples.csv existed simply has none."""
-    file = Path(folder) / SAMPLES
+    file = Path(folder) / SAMPLES_CSV
     if not file.is_file():
         return None
     try:
         return pd.read_csv(file)
-    except _CSV_ERRORS:
+    except CSV_ERRORS:
         return None
 
 
-def _read_env(folder: Path) -> dict:
+def read_env(folder: Path) -> dict:
     try:
         return json.loads((Path(folder) / ENV).read_text())
     except (OSError, ValueError):
@@ -79,5 +64,5 @@ def _read_env(folder: Path) -> dict:
 def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -> RunFiles:
     """One run folder's files; `samples=False` skips samples.csv (the largest, often unneeded)."""
     folder = Path(folder)
-    return RunFiles(folder, _read_measurements(folder, required),
-                    _read_samples(folder) if samples else None, _read_env(folder))
+    return RunFiles(folder, read_measurements(folder, required),
+                    _read_samples(folder) if samples else None, read_env(folder))

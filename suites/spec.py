@@ -1,5 +1,7 @@
 """The typed run spec: the composed config checked once and frozen, so nothing below
-run_suite.py sees a DictConfig, and every bad value fails here, before any work starts."""
+run_suite.py sees a DictConfig, and every bad value fails here, before any work starts. Each
+engine owns its own spec type (TimingSpec in harness/timing.py, ProfileSpec in
+profiling/capture.py); this module only builds them from the config."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,33 +11,14 @@ from typing import Mapping
 import torch
 
 from kernels import registry
-from kernels.base import DTYPES, Case
-from suites.catalog import SuiteDef, get_suite, positive_int
+from kernels.base import DTYPES, Case, Value
 from suites.errors import ConfigError
+from suites.harness.timing import TimingSpec
+from suites.profiling.capture import ProfileSpec
+from suites.shape_config import axes_shapes, positive_int, reference_shape, square_shapes
+from suites.suite_table import get_suite
 
 DEVICES = ("auto", "cpu", "cuda")
-
-
-@dataclass(frozen=True)
-class TimingSpec:
-    preset: str
-    budget_s: float  # keep sampling until this much time is spent...
-    min_samples: int  # ...and at least this many samples are taken
-    max_samples: int
-    warmup_calls: int
-    compile_warmup_calls: int  # compile variants settle after a few calls (guards, autotune)
-    l2_flush: bool  # CUDA: flush L2 between calls, so each call starts cold
-    threads: int  # CPU threads, set explicitly (torch.utils.benchmark defaults to 1)
-
-
-@dataclass(frozen=True)
-class ProfileSpec:
-    enabled: bool
-    wait: int
-    warmup: int
-    active: int
-    record_shapes: bool
-    row_limit: int  # rows of the key_averages table
 
 
 @dataclass(frozen=True)
@@ -43,11 +26,11 @@ class SuiteSpec:
     name: str
     op: str
     size_axis: str
-    shapes: tuple[tuple[tuple[str, int], ...], ...]
+    shapes: tuple[tuple[tuple[str, Value], ...], ...]
     dtypes: tuple[str, ...]
     variants: tuple[str, ...]  # the baseline first
     baseline: str
-    reference: tuple[tuple[str, int], ...] = ()  # the series' shape, for the ladder report
+    reference: tuple[tuple[str, Value], ...] = ()  # the series' shape, for the ladder report
 
 
 @dataclass(frozen=True)
@@ -120,26 +103,26 @@ def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
     return tuple(ordered), baseline
 
 
+def _shapes(suite_cfg: Mapping, op, device: str) -> list[dict[str, Value]]:
+    """The YAML names its shapes by `sizes` (every parameter equal) or by `axes`."""
+    keys = [k for k in ("sizes", "axes") if k in suite_cfg]
+    if len(keys) != 1:
+        raise ConfigError(f"suite: give exactly one of suite.sizes or suite.axes, got {keys or 'none'}")
+    value = _device_default(suite_cfg, keys[0], device)
+    return square_shapes(value, op) if keys[0] == "sizes" else axes_shapes(value, op)
+
+
 def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
-    suite: SuiteDef = get_suite(_require(suite_cfg, "name", "suite"))
-    shapes = suite.expand(_device_default(suite_cfg, suite.shape_key, device))
-    variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), suite.op)
+    op = get_suite(_require(suite_cfg, "name", "suite")).op
+    shapes = _shapes(suite_cfg, op, device)
+    variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), op.name)
     return SuiteSpec(
-        name=suite.name, op=suite.op, size_axis=suite.size_axis,
+        name=op.name, op=op.name, size_axis=op.size_axis,
         shapes=tuple(tuple(s.items()) for s in shapes),
         dtypes=_dtypes(_device_default(suite_cfg, "dtypes", device)),
         variants=variants, baseline=baseline,
-        reference=_reference(suite_cfg.get("reference"), shapes),
+        reference=reference_shape(suite_cfg.get("reference"), op),
     )
-
-
-def _reference(value, shapes: list[dict[str, int]]) -> tuple[tuple[str, int], ...]:
-    if value is None:
-        return ()
-    names = list(shapes[0]) if shapes else []
-    if not isinstance(value, Mapping) or sorted(value) != sorted(names):
-        raise ConfigError(f"suite.reference: expected a mapping of {names} to sizes, got {value!r}")
-    return tuple((name, positive_int(value[name], f"suite.reference.{name}")) for name in names)
 
 
 def timing_spec(cfg: Mapping) -> TimingSpec:

@@ -8,7 +8,8 @@ from kernels.base import Case
 from suites.analyze import main
 from suites.benchmarks.big_trace import write_big_trace
 from suites.harness.measure import measure
-from suites.spec import ProfileSpec, RunSpec, SuiteSpec, TimingSpec
+from suites.profiling.capture import ProfileSpec
+from specs import run_spec
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE
 
 
@@ -39,13 +40,12 @@ def test_alexnet_without_profiler_steps_and_with_user_steps(capsys, tmp_path):
 
 
 def test_cpu_trace_written_by_the_suite(capsys, tmp_path):
-    timing = TimingSpec("t", 0.01, 3, 20, 1, 1, False, 1)
-    suite = SuiteSpec("matmul_add", "matmul_add", "M", (), ("float32",), ("eager",), "eager")
-    spec = RunSpec(suite, "cpu", timing, ProfileSpec(True, 1, 1, 3, False, 10), 0, False, False, tmp_path)
     case = Case.make("matmul_add", {"M": 48, "N": 48, "K": 48}, "float32", "cpu")
+    spec = run_spec(tmp_path, case, profile=ProfileSpec(True, 1, 1, 3, False, 10))
     row = measure(registry.get_op("matmul_add"), registry.get_variant("matmul_add", "eager"),
                   case, spec, None).row
-    code, out, _ = run(capsys, tmp_path / row["trace"], "--label", "eager", "--csv", tmp_path / "csv")
+    code, out, _ = run(capsys, tmp_path / row.profile.trace, "--label", "eager", "--csv",
+                       tmp_path / "csv")
     assert code == 0 and "mode: cpu; 3 step(s)" in out
     assert "aten::mm" in out
     steps = pd.read_csv(tmp_path / "csv" / "steps.csv")

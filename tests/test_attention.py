@@ -11,14 +11,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from kernels import registry
 from kernels.base import Case
 from suites.harness.measure import measure
-from suites.spec import ProfileSpec, RunSpec, SuiteSpec, TimingSpec
+from suites.results.columns import Status
+from specs import PROFILE, run_spec
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-QUICK = TimingSpec("test", budget_s=0.01, min_samples=3, max_samples=20, warmup_calls=1,
-                   compile_warmup_calls=1, l2_flush=False, threads=torch.get_num_threads())
 TINY = {"B": 1, "H": 2, "S": 37, "D": 16}
-# The variants that pin one backend. (Not imported from kernels.attention: importing a block module
-# before registry.load_all() would register it out of ladder order.)
+# The variants that pin one backend, written out: the test checks the registry's pinning.
 PINNED = {"sdpa_math": SDPBackend.MATH, "sdpa_efficient": SDPBackend.EFFICIENT_ATTENTION,
           "sdpa_flash": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn": SDPBackend.CUDNN_ATTENTION}
 
@@ -29,13 +27,10 @@ def _case(dtype="float32", sizes=TINY) -> Case:
 
 def _measure(variant: str, tmp_path: Path, case: Case | None = None):
     case = case or _case()
-    suite = SuiteSpec("attention", "attention", "S", (case.params,), (case.dtype,), (variant,),
-                      "naive")
-    spec = RunSpec(suite, DEVICE, QUICK, ProfileSpec(True, 0, 1, 2, False, 10), 0, False, False,
-                   tmp_path)
+    spec = run_spec(tmp_path, case, [variant], profile=PROFILE)
     outcome = measure(registry.get_op("attention"), registry.get_variant("attention", variant),
                       case, spec, baseline_err=None)
-    assert outcome.row["status"] in ("ok", "skipped"), outcome.row["reason"]
+    assert outcome.row.status in (Status.OK, Status.SKIPPED), outcome.row.reason
     return outcome
 
 
@@ -74,8 +69,8 @@ def test_inplace_differs_only_in_masked_fill(tmp_path):
 
 def test_sdpa_row_records_the_backend_that_ran(tmp_path):
     row = _measure("sdpa", tmp_path).row
-    assert row["status"] == "ok" and row["backend"]  # on this CPU: flash
-    assert _measure("sdpa_math", tmp_path).row["backend"] == "math"
+    assert row.ok and row.profile.backend  # on this CPU: flash
+    assert _measure("sdpa_math", tmp_path).row.profile.backend == "math"
 
 
 def _backend_runs(backend, case: Case) -> bool:
@@ -103,4 +98,9 @@ def test_missing_sdpa_backends_are_skipped_with_a_reason(dtype, tmp_path):
         assert set(missing) == {"sdpa_efficient", "sdpa_cudnn"}
     for name in missing:  # a row, not an exception
         row = _measure(name, tmp_path, case).row
-        assert row["status"] == "skipped" and "no kernel" in row["reason"]
+        assert row.status == Status.SKIPPED and "no kernel" in row.reason
+
+
+def test_triton_flash_refuses_head_dims_it_cannot_hold():
+    big = Case.make("attention", {**TINY, "D": 256}, "float32", "cuda")
+    assert "D=256" in registry.get_variant("attention", "triton_flash").supports(big)

@@ -3,9 +3,9 @@ against the float64 reference. Triton runs under TRITON_INTERPRET=1 on machines 
 import pytest
 import torch
 
-from kernels import block
+from kernels import block, registry
 from kernels.base import Case
-from kernels.triton.runtime import unavailable_reason
+from kernels.triton import runtime as triton_runtime
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 OP = block.DecoderBlockOp()  # a fresh instance: the registered one is not needed here
@@ -62,7 +62,7 @@ def test_eager_module_reads_the_input_tensors():
 
 
 def _needs_triton():
-    reason = unavailable_reason(DEVICE, for_timing=False)
+    reason = triton_runtime.supports(_case())
     if reason:
         pytest.skip(reason)
 
@@ -109,4 +109,4 @@ def test_triton_splits_qkv_without_copies_and_matches_eager(monkeypatch):
 def test_triton_skips_head_sizes_flash_attention_cannot_take():
     pytest.importorskip("triton")
     case = Case.make("block", {"B": 1, "S": 8, "D": 512, "H": 2, "I": 8}, "float32", "cuda")
-    assert "D/H=256" in block.triton_supports(case)
+    assert "D/H=256" in registry.get_variant("block", "triton").supports(case)

@@ -7,10 +7,9 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from suites.catalog import SUITE_NAMES
 from suites.cli_checks import check_group_choices
 from suites.errors import ConfigError
-from suites.spec import build_run_spec
+from suites.spec import build_run_spec, suite_spec
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -24,11 +23,16 @@ def spec_of(*overrides, out_dir="/tmp/unused"):
     return build_run_spec(OmegaConf.to_container(composed(*overrides), resolve=True), Path(out_dir))
 
 
-def test_every_suite_yaml_composes_into_a_spec():
-    assert sorted(p.stem for p in (CONF / "suite").glob("*.yaml")) == sorted(SUITE_NAMES)
-    for name in SUITE_NAMES:
-        spec = spec_of(f"suite={name}", "device=cpu")
-        assert spec.suite.name == name and spec.cases()
+def test_every_suite_yaml_composes_into_a_spec_on_every_device():
+    for path in sorted((CONF / "suite").glob("*.yaml")):
+        spec = spec_of(f"suite={path.stem}", "device=cpu")
+        assert spec.suite.name == path.stem and spec.cases()
+        # The CUDA grid is checked too (without a GPU: the device only picks the grid).
+        cfg = OmegaConf.to_container(composed(f"suite={path.stem}"), resolve=True)["suite"]
+        for key in ("sizes", "axes", "dtypes"):
+            if key in cfg:
+                cfg[key] = cfg["grids"]["cuda"][key]
+        assert suite_spec(cfg, "cuda").shapes
 
 
 def test_default_cpu_grid():
@@ -107,3 +111,12 @@ def test_unknown_group_choices_fail_before_hydra(argv, message):
 
 def test_known_group_choices_pass():
     check_group_choices(["suite=matmul_add", "timing=quick", "device=cpu", "-m"], CONF)
+
+
+def test_a_categorical_axis_from_the_command_line():
+    spec = spec_of("suite=norm", "suite.axes={T:[8,16],D:[32],norm:[rms]}", "device=cpu")
+    assert [c.id for c in spec.cases()][:2] == ["T8-D32-rms-fp32", "T16-D32-rms-fp32"]
+    assert spec.suite.reference == (("T", 8192), ("D", 768), ("norm", "layer"))
+    with pytest.raises(ConfigError, match="suite.axes.norm: 'group' is not a norm; accepted: "
+                                          "layer, rms"):
+        spec_of("suite=norm", "suite.axes={T:[8],D:[32],norm:[group]}", "device=cpu")

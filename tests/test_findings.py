@@ -2,7 +2,8 @@
 fixtures where they carry the signal."""
 import pytest
 
-from suites.findings.core import FindingContext, run_detectors
+from suites.findings import FindingContext, run_detectors
+from suites.results.row import ResultRow
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import read_trace
@@ -14,8 +15,11 @@ def profile_of(events, tmp_path, label="call", name="t.json"):
 
 
 def codes(profile, **ctx):
-    device = ctx.pop("device_type", profile.analysis.mode)
-    return {f.code: f for f in run_detectors(FindingContext(device_type=device, profile=profile, **ctx))}
+    """Findings by code; `row` and `baseline_row` are given as the columns they set."""
+    for key in ("row", "baseline_row"):
+        if key in ctx:
+            ctx[key] = ResultRow.from_record(ctx[key])
+    return {f.code: f for f in run_detectors(FindingContext(profile=profile, **ctx))}
 
 
 def cpu_step(step, t0, ops, label="call", host=100.0):

@@ -1,6 +1,8 @@
 """The harness on its own: the pass rule, timing summaries, and that every outcome is a row."""
 import math
-from pathlib import Path
+import statistics
+import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -9,23 +11,20 @@ from kernels import registry
 from kernels.base import Case, Variant
 from suites.harness import timing
 from suites.harness.correctness import compare
-from suites.harness.measure import measure
-from suites.spec import ProfileSpec, RunSpec, SuiteSpec, TimingSpec
+from suites.harness.measure import NOT_TIMED_INTERPRETED, measure
+from suites.results.columns import Status
+from specs import NO_PROFILE, PROFILE, QUICK, run_spec
 
-QUICK = TimingSpec("test", budget_s=0.01, min_samples=3, max_samples=50, warmup_calls=1,
-                   compile_warmup_calls=1, l2_flush=False, threads=1)
 CASE = Case.make("matmul_add", {"M": 8, "N": 8, "K": 8}, "float32", "cpu")
 
 
-def spec_for(tmp_path: Path, profile: bool = False) -> RunSpec:
-    suite = SuiteSpec("matmul_add", "matmul_add", "M", ((("M", 8), ("N", 8), ("K", 8)),),
-                      ("float32",), ("eager",), "eager")
-    return RunSpec(suite, "cpu", QUICK, ProfileSpec(profile, 0, 1, 2, False, 10), 0, False,
-                   False, tmp_path)
+def fake(prepare, supports=lambda case: None, family="eager") -> Variant:
+    return Variant("matmul_add", "fake", family, prepare, supports)
 
 
-def fake(prepare, supports=lambda case: None) -> Variant:
-    return Variant("matmul_add", "fake", "eager", prepare, supports)
+def _measure(variant, tmp_path, baseline_err=None, profile=False, case=CASE):
+    spec = run_spec(tmp_path, case, profile=PROFILE if profile else NO_PROFILE)
+    return measure(registry.get_op(case.op), variant, case, spec, baseline_err)
 
 
 def test_compare_pass_rule_uses_twice_the_baseline_error_plus_a_floor():
@@ -39,27 +38,54 @@ def test_compare_pass_rule_uses_twice_the_baseline_error_plus_a_floor():
 def test_compare_rejects_nan_and_wrong_shapes():
     ref = torch.ones(4, dtype=torch.float64)
     nan = torch.tensor([1.0, float("nan"), 1.0, 1.0])
-    assert compare(nan, ref, "float32", None).reason == "output has NaN or Inf"
-    assert "shape" in compare(torch.ones(3), ref, "float32", None).reason
+    assert compare(nan, ref, "float32", None).problem == "output has NaN or Inf"
+    assert "shape" in compare(torch.ones(3), ref, "float32", None).problem
 
 
 def test_summarize_quantiles():
     s = timing.summarize([float(v) for v in range(1, 101)])
-    assert s["median_us"] == pytest.approx(50.5) and s["min_us"] == 1.0
-    assert s["p10_us"] == pytest.approx(10.9) and s["p90_us"] == pytest.approx(90.1)
-    assert s["n_samples"] == 100
+    assert s.median_us == pytest.approx(50.5) and s.min_us == 1.0
+    assert s.p10_us == pytest.approx(10.9) and s.p90_us == pytest.approx(90.1)
+    assert s.n_samples == 100 and s.iqr_rel == pytest.approx((75.25 - 25.75) / 50.5)
 
 
-def test_cpu_timing_meets_minimum_samples_and_budget():
-    samples = timing.sample_calls(lambda: None, "cpu", QUICK, warmup_calls=1)
-    assert QUICK.min_samples <= len(samples) <= QUICK.max_samples
-    assert all(s >= 0 for s in samples)
+def _busy(us: float):
+    def call():
+        deadline = time.perf_counter() + us * 1e-6
+        while time.perf_counter() < deadline:
+            pass
+    return call
+
+
+def test_cpu_timing_samples_time_each_call_until_the_budget():
+    spec = replace(QUICK, budget_s=0.02, min_samples=3, max_samples=1000)
+    started = time.perf_counter()
+    samples = timing.sample_calls(_busy(500), "cpu", spec, warmup_calls=1)
+    elapsed = time.perf_counter() - started
+    assert min(samples) >= 500  # a sample is the whole call, never less
+    assert sum(samples) >= spec.budget_s * 1e6  # sampled until the budget was spent...
+    assert elapsed < 1.0 and len(samples) < 100  # ...and then stopped
+
+
+def test_cpu_timing_stops_at_max_samples_and_waits_for_min_samples():
+    capped = timing.sample_calls(_busy(1), "cpu", replace(QUICK, budget_s=10, max_samples=7), 0)
+    assert len(capped) == 7
+    slow = timing.sample_calls(_busy(2000), "cpu", replace(QUICK, budget_s=1e-6, min_samples=4), 0)
+    assert len(slow) == 4
 
 
 def test_skip_reason_becomes_a_skipped_row(tmp_path):
-    op = registry.get_op("matmul_add")
-    out = measure(op, fake(None, supports=lambda c: "needs a unicorn"), CASE, spec_for(tmp_path), None)
-    assert out.row == {"status": "skipped", "reason": "needs a unicorn"}
+    row = _measure(fake(None, supports=lambda c: "needs a unicorn"), tmp_path).row
+    assert (row.status, row.reason) == (Status.SKIPPED, "needs a unicorn")
+    assert row.timing is None and row.check is None and row.case_id == CASE.id
+    assert row.roofline.flops == 2 * 8**3 + 8 * 8  # the cost model is there even when skipped
+
+
+def test_triton_is_never_timed_off_cuda_whatever_it_supports(tmp_path):
+    # Supported under the interpreter, and correct there: still not timed on a CPU.
+    variant = registry.get_variant("matmul_add", "triton")
+    row = _measure(variant, tmp_path).row
+    assert (row.status, row.reason) == (Status.SKIPPED, NOT_TIMED_INTERPRETED)
 
 
 def test_a_crash_becomes_a_failed_row_with_its_reason(tmp_path):
@@ -67,38 +93,43 @@ def test_a_crash_becomes_a_failed_row_with_its_reason(tmp_path):
         def call():
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")
         return call
-    out = measure(registry.get_op("matmul_add"), fake(prepare), CASE, spec_for(tmp_path), None)
-    assert out.row["status"] == "failed"
-    assert out.row["reason"].startswith("OutOfMemoryError: CUDA out of memory")
+    row = _measure(fake(prepare), tmp_path).row
+    assert row.status == Status.FAILED
+    assert row.reason.startswith("OutOfMemoryError: CUDA out of memory")
 
 
 def test_a_wrong_answer_is_incorrect_and_not_timed(tmp_path):
     def prepare(case, inputs):
         return lambda: inputs["x"] @ inputs["w"]  # forgot the bias
-    out = measure(registry.get_op("matmul_add"), fake(prepare), CASE, spec_for(tmp_path), 1e-7)
-    assert out.row["status"] == "incorrect" and "exceeds tolerance" in out.row["reason"]
-    assert out.samples_us == [] and "median_us" not in out.row
+    out = _measure(fake(prepare), tmp_path, baseline_err=1e-7)
+    assert out.row.status == Status.INCORRECT and "exceeds tolerance" in out.row.reason
+    assert out.samples_us == [] and out.row.timing is None
+    assert out.row.check.scaled_err > out.row.check.tolerance
 
 
 def test_a_result_remembered_from_the_first_call_is_caught(tmp_path):
     def prepare(case, inputs):
         first = torch.addmm(inputs["b"], inputs["x"], inputs["w"])
         return lambda: first  # the fresh draw of the correctness pass exposes it
-    out = measure(registry.get_op("matmul_add"), fake(prepare), CASE, spec_for(tmp_path), 1e-7)
-    assert out.row["status"] == "incorrect"
+    assert _measure(fake(prepare), tmp_path, baseline_err=1e-7).row.status == Status.INCORRECT
 
 
 def test_ok_row_has_timing_and_profile_columns(tmp_path):
     variant = registry.get_variant("matmul_add", "eager")
-    out = measure(registry.get_op("matmul_add"), variant, CASE, spec_for(tmp_path, profile=True), None)
+    out = _measure(variant, tmp_path, profile=True)
     row = out.row
-    assert row["status"] == "ok" and row["reason"] == ""
-    assert row["n_samples"] == len(out.samples_us) >= QUICK.min_samples
-    assert row["p10_us"] <= row["median_us"] <= row["p90_us"]
-    assert row["n_kernels"] == 2  # aten::mm and aten::add
-    assert row["host_us"] > 0 and not math.isnan(row["device_us"])
-    assert (tmp_path / row["trace"]).is_file() and (tmp_path / row["table"]).is_file()
-    assert "aten::mm" in (tmp_path / row["table"]).read_text()
+    assert row.ok and row.reason == ""
+    assert len(out.samples_us) >= QUICK.min_samples
+    assert row.timing.median_us == pytest.approx(statistics.median(out.samples_us))
+    assert row.timing.min_us == min(out.samples_us)
+    assert row.check.scaled_err < 1e-6  # fp32 matmul of 8x8 against float64
+    assert row.profile.n_kernels == 2  # aten::mm and aten::add
+    assert row.profile.host_us > row.profile.device_us > 0
+    assert (tmp_path / row.profile.trace).is_file() and (tmp_path / row.profile.table).is_file()
+    assert "aten::mm" in (tmp_path / row.profile.table).read_text()
+    record = row.record()  # what measurements.csv gets: every part flattened by column name
+    assert record["median_us"] == row.timing.median_us and record["n_kernels"] == 2
+    assert record["M"] == 8 and record["status"] == "ok"
 
 
 def test_busy_machine_warning(monkeypatch):
@@ -125,16 +156,15 @@ def test_an_error_confined_to_small_rows_is_caught():
 
 def test_runner_sets_the_roofline_before_the_findings_read_it(tmp_path):
     """A long, thin linear layer: 0.4 FLOP per byte, far under any machine's ridge point, and
-    the compute fills the call, so the finding must say memory-bound."""
+    large enough that its one addmm fills the call, so the finding must say memory-bound (it
+    would say compute-bound if the findings ran before the roofline was known)."""
     from suites.harness.runner import run
 
-    suite = SuiteSpec("linear", "linear", "T", ((("T", 262144), ("IN", 1), ("OUT", 1)),),
-                      ("float32",), ("eager",), "eager")
-    spec = RunSpec(suite, "cpu", QUICK, ProfileSpec(True, 1, 1, 3, False, 10), 0, True, False,
-                   tmp_path)
+    case = Case.make("linear", {"T": 2**21, "IN": 1, "OUT": 1}, "float32", "cpu")
+    spec = run_spec(tmp_path, case, profile=PROFILE, calibrate=True)
     result = run(spec)
     row = result.frame.iloc[0]
-    assert row["roofline_bound"] == "memory"
+    assert row["roofline_bound"] == "memory" and row["idle_frac"] < 0.5, row
     codes = {f["code"] for f in result.findings}
-    assert "memory_bound" in codes or "overhead_bound" in codes
-    assert "compute_bound" not in codes
+    assert "memory_bound" in codes and "compute_bound" not in codes
+    assert math.isfinite(row["pct_peak"])

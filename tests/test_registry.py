@@ -1,16 +1,50 @@
 """The registry: names are unique, unknown names list the known ones."""
+from pathlib import Path
+
 import pytest
+
+import kernels
 
 from kernels import registry
 from kernels.base import FAMILIES, Op, Variant
+from kernels.formula import Formula
 from kernels.registry import UnknownNameError
 
 
 def test_every_op_has_a_baseline_variant_and_a_test_shape():
-    for op_name in registry.op_names():
-        op = registry.get_op(op_name)
-        assert op.baseline in registry.variant_names(op_name)
-        assert set(op.test_shape) == set(op.params)
+    for op in registry.ops():
+        assert op.baseline in registry.variant_names(op.name)
+        assert set(op.test_shape) == set(op.params) - set(op.choices)
+
+
+def test_every_block_module_is_found_without_a_list_of_names():
+    # Each module of the kernels package that defines an Op registers it on import.
+    names = {p.stem for p in (Path(kernels.__file__).parent).glob("*.py")}
+    assert set(registry.op_names()) <= names
+    assert {"matmul_add", "linear", "mlp", "attention", "norm", "block"} <= set(registry.op_names())
+    rungs = [op.rung for op in registry.ops()]
+    assert rungs == sorted(rungs) and len(set(rungs)) == len(rungs)
+
+
+def _op(**attrs):
+    base = dict(name="probe", params=("M",), size_axis="M", rung=999, test_shape={"M": 3},
+                flops_formula=Formula("2*M"), bytes_formula=Formula("M * itemsize"))
+    return type("Probe", (Op,), {**base, **attrs})()
+
+
+@pytest.mark.parametrize("attrs, match", [
+    ({"size_axis": "K"}, "size_axis"),
+    ({"flops_formula": Formula("2*M*Q")}, "uses names outside"),
+    ({"test_shape": {}}, "test_shape"),
+    ({"choices": {"kind": ("a",)}}, "choices"),
+    ({"params": ("M", "kind"), "choices": {"kind": ("Bad-Name",)}}, "lower-case names"),
+    ({"rung": 10}, "rung 10 is taken by 'matmul_add'"),
+])
+def test_an_op_declaration_is_checked_at_registration(attrs, match):
+    registry.load_all()
+    with pytest.raises(ValueError, match=match):
+        registry.register_op(_op(**attrs))
+    assert "probe" not in registry.op_names()
 
 
 def test_every_variant_has_a_known_family_and_a_description():

@@ -5,7 +5,8 @@ import torch
 triton = pytest.importorskip("triton")
 tl = triton.language
 
-from kernels.triton.geglu import gelu_tanh, geglu  # noqa: E402
+from kernels.triton.activations import gelu_tanh  # noqa: E402
+from kernels.triton.geglu import geglu  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # Max abs error allowed, relative to max |reference|.

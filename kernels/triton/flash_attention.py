@@ -18,7 +18,6 @@ import triton.language as tl
 
 from kernels.triton.runtime import MAX_HEAD_DIM, check_tensors, kernels_interpreted
 
-_INTERPRET = kernels_interpreted()
 _LOG2E = 1.4426950408889634
 
 
@@ -202,7 +201,7 @@ def _prune_configs(configs, named_args, **kwargs):
 # (still several K/V tiles per diagonal); on CUDA the autotuner picks per (S, D, causal, dtype,
 # B*H bucket): how many (batch, head) programs share the GPU changes which tiles fill it best.
 _TUNE_KEY = ["seq_len", "HEAD_DIM", "CAUSAL", "BH_BUCKET"]
-if _INTERPRET:
+if kernels_interpreted():
     _attn_fwd_launch = _attn_fwd_kernel
 else:
     _attn_fwd_launch = triton.autotune(
@@ -252,13 +251,13 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     qk_scale = float(sm_scale) * _LOG2E
     BLOCK_D = max(16, triton.next_power_of_2(D))  # tl.dot needs K >= 16
     # fp32 inputs: ~fp32-accurate dots (no plain TF32), so fp32 results match a fp32 reference.
-    upcast = _INTERPRET and q.dtype == torch.bfloat16
+    upcast = kernels_interpreted() and q.dtype == torch.bfloat16
     exact_fp32 = q.dtype == torch.float32 or upcast
     args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), H, S, qk_scale,
             triton.next_power_of_2(B * H))
     meta = dict(HEAD_DIM=D, BLOCK_D=BLOCK_D, PAD_D=BLOCK_D != D, CAUSAL=bool(causal), UPCAST=upcast,
                 EXACT_FP32=exact_fp32)
-    if _INTERPRET:
+    if kernels_interpreted():
         grid = (B * H, triton.cdiv(S, _INTERPRET_BLOCK_M))
         _attn_fwd_launch[grid](*args, BLOCK_M=_INTERPRET_BLOCK_M, BLOCK_N=_INTERPRET_BLOCK_N, **meta)
     else:

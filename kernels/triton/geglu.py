@@ -10,23 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.triton.activations import gelu_tanh
 from kernels.triton.runtime import check_tensors, kernels_interpreted
 
-_INTERPRET = kernels_interpreted()
-
-
-@triton.jit
-def gelu_tanh(x):
-    """GELU, tanh approximation (torch's gelu(approximate="tanh")), on an fp32 tensor.
-
-    gelu(x) = 0.5 * x * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3).
-    With tanh(u) = 2 * sigmoid(2u) - 1 this is x * sigmoid(2u) = x / (1 + exp(-2u)), which
-    needs only exp: tl has no tanh on every backend and Triton version, and the interpreter
-    lacks libdevice. For very negative x, exp(-2u) overflows to +inf and the result is
-    x / inf = -0, the right limit; for very positive x it is x / 1. No NaNs either way.
-    """
-    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)  # 0.79788... = sqrt(2 / pi)
-    return x / (1.0 + tl.exp(-2.0 * u))
 
 
 @triton.jit
@@ -50,7 +36,7 @@ def _geglu_fwd_kernel(
 
 def _launch_config(n_elements: int) -> tuple[int, int]:
     """(BLOCK_SIZE, num_warps). Memory-bound, so a heuristic beats autotuning here."""
-    if _INTERPRET:
+    if kernels_interpreted():
         # The interpreter runs each program as numpy ops: one mid-size block is fine.
         return 1024, 4
     # 1024 elements over 4 warps = 8 per thread (16-byte vector loads for half types);

@@ -10,17 +10,16 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.geglu import gelu_tanh  # the one exp-only gelu shared by all kernels
-from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, INTERPRETING, check_operands,
-                                        config, dot_flags, grid, grouped_tile, mma, new_output,
+from kernels.triton.activations import ACTIVATIONS, activate
+from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands, config,
+                                        dot_flags, grid, grouped_tile, k_loop, new_output,
                                         store_tile)
 from kernels.triton.gemm_geglu import matmul_geglu  # noqa: F401  (re-export)
-
-ACTIVATIONS = ("none", "relu", "gelu_tanh")
+from kernels.triton.runtime import kernels_interpreted
 
 # Configs that do not fit a GPU's shared memory (e.g. fp32 with big tiles) are dropped by the
 # autotuner as out-of-resources, so one list serves every dtype.
-GEMM_CONFIGS = INTERPRETER_CONFIGS if INTERPRETING else [
+GEMM_CONFIGS = INTERPRETER_CONFIGS if kernels_interpreted() else [
     config(128, 256, 64, 3, 8),  # the big Hopper/Ampere tiles win on large square problems
     config(256, 128, 64, 3, 8),
     config(128, 128, 64, 4, 8),
@@ -35,16 +34,6 @@ GEMM_CONFIGS = INTERPRETER_CONFIGS if INTERPRETING else [
 TUNE_KEY = ["M", "N", "K", "stride_bk", "stride_bn"]
 
 
-@triton.jit
-def _activate(x, ACTIVATION: tl.constexpr):
-    # The activation hook: resolved at compile time, so "none" costs nothing.
-    if ACTIVATION == "relu":
-        x = tl.maximum(x, 0.0)
-    elif ACTIVATION == "gelu_tanh":
-        x = gelu_tanh(x)
-    return x
-
-
 @triton.autotune(configs=GEMM_CONFIGS, key=TUNE_KEY)
 @triton.heuristics(EVEN_K)
 @triton.jit
@@ -57,31 +46,16 @@ def _matmul_bias_act_kernel(
         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
         GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr):
     pid_m, pid_n = grouped_tile(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
-    # Rows/columns past the edge wrap (% M, % N): their loads stay in bounds without a mask,
-    # and store_tile's mask drops the duplicate results.
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak  # (BM, BK)
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn  # (BK, BN)
-
-    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)  # (BM, BN)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:  # zeros past K add nothing to the dot
-            k_ok = offs_k < K - k * BLOCK_SIZE_K  # (BK,)
-            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
-        acc = mma(a, b, acc, INPUT_PRECISION, UPCAST_BF16)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
+    acc, _, offs_am, offs_bn = k_loop(  # (BM, BN) fp32, -, (BM,), (BN,)
+        a_ptr, b_ptr, None, M, N, K, pid_m, pid_n,
+        stride_am, stride_ak, stride_bk, stride_bn, None, None,
+        INPUT_PRECISION, UPCAST_BF16, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, EVEN_K,
+        DUAL=False)
 
     if HAS_BIAS:
         bias = tl.load(bias_ptr + offs_bn * stride_bias).to(tl.float32)  # (BN,)
         acc += bias[None, :]
-    acc = _activate(acc, ACTIVATION)
+    acc = activate(acc, ACTIVATION)
     if HAS_RESIDUAL:
         # A transformer's `h = x + proj(...)`: the residual is added in fp32 before the one
         # store, so the projection output never makes a round trip through memory. The wrapped

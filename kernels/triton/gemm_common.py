@@ -1,9 +1,9 @@
 """What the Triton GEMM kernels share (gemm.py: matmul_bias_act, gemm_geglu.py: matmul_geglu).
 
-Device helpers (grouped tile order, the dot, the masked store) and the host side: input checks,
-the launch grid, the dot-precision flags. On CUDA the block shapes are autotuned; under
-TRITON_INTERPRET=1 a single small config is used, because autotuning times configs on a GPU
-and the interpreter is slow on big tiles.
+Device helpers (grouped tile order, the K loop with its operand pointers, the dot, the masked
+store) and the host side: input checks, the launch grid, the dot-precision flags. On CUDA the
+block shapes are autotuned; under TRITON_INTERPRET=1 a single small config is used, because
+autotuning times configs on a GPU and the interpreter is slow on big tiles.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import triton.language as tl
 
 from kernels.triton.runtime import check_tensors, kernels_interpreted
 
-INTERPRETING = kernels_interpreted()
 
 
 def config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8) -> triton.Config:
@@ -56,6 +55,53 @@ def mma(a, b, acc, INPUT_PRECISION: tl.constexpr, UPCAST_BF16: tl.constexpr):
 
 
 @triton.jit
+def k_loop(a_ptr, b_ptr, b2_ptr, M, N, K, pid_m, pid_n,
+           stride_am, stride_ak, stride_bk, stride_bn, stride_b2k, stride_b2n,
+           INPUT_PRECISION: tl.constexpr, UPCAST_BF16: tl.constexpr,
+           BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+           EVEN_K: tl.constexpr, DUAL: tl.constexpr):
+    """The (pid_m, pid_n) tile of a @ b, and of a @ b2 too when DUAL, as fp32 accumulators.
+
+    DUAL feeds both products from one a tile, so a is read once for the two of them; without
+    it, b2 and its strides are unused (pass None). Returns (acc, acc2, offs_m, offs_n): acc2 stays
+    zero unless DUAL; offs_m (BM,) and offs_n (BN,) are the wrapped operand offsets, which the
+    epilogue reuses for its own unmasked loads.
+    """
+    # Rows/columns past the edge wrap (% M, % N): their loads stay in bounds without a mask,
+    # and store_tile's mask drops the duplicate results.
+    offs_m = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_n = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak  # (BM, BK)
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn  # (BK, BN)
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)  # (BM, BN)
+    # A tensor even when unused: compiled Triton cannot return None; the compiler drops it.
+    acc2 = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)  # (BM, BN)
+    if DUAL:
+        b2_ptrs = b2_ptr + offs_k[:, None] * stride_b2k + offs_n[None, :] * stride_b2n  # (BK, BN)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+            if DUAL:
+                b2 = tl.load(b2_ptrs)
+        else:  # zeros past K add nothing to the dot
+            k_ok = offs_k < K - k * BLOCK_SIZE_K  # (BK,)
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+            if DUAL:
+                b2 = tl.load(b2_ptrs, mask=k_ok[:, None], other=0.0)
+        acc = mma(a, b, acc, INPUT_PRECISION, UPCAST_BF16)
+        if DUAL:
+            acc2 = mma(a, b2, acc2, INPUT_PRECISION, UPCAST_BF16)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+        if DUAL:
+            b2_ptrs += BLOCK_SIZE_K * stride_b2k
+    return acc, acc2, offs_m, offs_n
+
+
+@triton.jit
 def store_tile(c_ptr, tile, pid_m, pid_n, M, N, stride_cm, stride_cn,
                BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
     offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
@@ -91,7 +137,7 @@ def new_output(op: str, M: int, N: int, like: torch.Tensor) -> torch.Tensor:
 def dot_flags(dtype: torch.dtype) -> dict:
     # fp32 must match cuBLAS fp32, which does not use TF32: ask for an exact (ieee) dot.
     # fp16/bf16 take the tensor-core path, where the precision setting has no effect.
-    upcast = INTERPRETING and dtype == torch.bfloat16
+    upcast = kernels_interpreted() and dtype == torch.bfloat16
     exact = dtype == torch.float32 or upcast
     return {"INPUT_PRECISION": "ieee" if exact else "tf32", "UPCAST_BF16": upcast}
 

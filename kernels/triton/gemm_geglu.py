@@ -9,13 +9,14 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.geglu import gelu_tanh
-from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, INTERPRETING, check_operands,
-                                        config, dot_flags, grid, grouped_tile, mma, new_output,
+from kernels.triton.activations import gelu_tanh
+from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands, config,
+                                        dot_flags, grid, grouped_tile, k_loop, new_output,
                                         store_tile)
+from kernels.triton.runtime import kernels_interpreted
 
 # Two fp32 accumulators per program double the register use, so no 128x256 tiles here.
-GEGLU_CONFIGS = INTERPRETER_CONFIGS if INTERPRETING else [
+GEGLU_CONFIGS = INTERPRETER_CONFIGS if kernels_interpreted() else [
     config(128, 128, 64, 3, 8),
     config(128, 128, 64, 4, 8),
     config(64, 128, 64, 4, 4),
@@ -38,31 +39,12 @@ def _matmul_geglu_kernel(
         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
         GROUP_SIZE_M: tl.constexpr, EVEN_K: tl.constexpr):
     pid_m, pid_n = grouped_tile(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
-    offs_xm = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M  # wrapped: see gemm.py
-    offs_wn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    x_ptrs = x_ptr + offs_xm[:, None] * stride_xm + offs_k[None, :] * stride_xk  # (BM, BK)
-    wg_ptrs = wg_ptr + offs_k[:, None] * stride_gk + offs_wn[None, :] * stride_gn  # (BK, BN)
-    wu_ptrs = wu_ptr + offs_k[:, None] * stride_uk + offs_wn[None, :] * stride_un  # (BK, BN)
-
     # One x tile feeds both products, so x is read once for gate and up.
-    gate = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)  # (BM, BN)
-    up = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)  # (BM, BN)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        if EVEN_K:
-            x = tl.load(x_ptrs)
-            wg = tl.load(wg_ptrs)
-            wu = tl.load(wu_ptrs)
-        else:
-            k_ok = offs_k < K - k * BLOCK_SIZE_K  # (BK,)
-            x = tl.load(x_ptrs, mask=k_ok[None, :], other=0.0)
-            wg = tl.load(wg_ptrs, mask=k_ok[:, None], other=0.0)
-            wu = tl.load(wu_ptrs, mask=k_ok[:, None], other=0.0)
-        gate = mma(x, wg, gate, INPUT_PRECISION, UPCAST_BF16)
-        up = mma(x, wu, up, INPUT_PRECISION, UPCAST_BF16)
-        x_ptrs += BLOCK_SIZE_K * stride_xk
-        wg_ptrs += BLOCK_SIZE_K * stride_gk
-        wu_ptrs += BLOCK_SIZE_K * stride_uk
+    gate, up, _, _ = k_loop(  # (BM, BN) fp32 each
+        x_ptr, wg_ptr, wu_ptr, M, N, K, pid_m, pid_n,
+        stride_xm, stride_xk, stride_gk, stride_gn, stride_uk, stride_un,
+        INPUT_PRECISION, UPCAST_BF16, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, EVEN_K,
+        DUAL=True)
 
     # gate and up live only in registers: the one store is the GeGLU product.
     store_tile(c_ptr, gelu_tanh(gate) * up, pid_m, pid_n, M, N, stride_cm, stride_cn,

@@ -11,12 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.runtime import check_tensors, kernels_interpreted
-
-_INTERPRET = kernels_interpreted()
-
-# One row must fit in one program's registers; beyond this a looped (two-pass) kernel is needed.
-MAX_D = 65536
+from kernels.triton.rows import check_rows, launch_rows
 
 
 @triton.jit
@@ -43,49 +38,7 @@ def _rms_norm_fwd_kernel(
     tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _num_warps(block_size: int) -> int:
-    """Enough threads that each holds a handful of elements (no register spills for big D)."""
-    if _INTERPRET:
-        return 1  # ignored by the interpreter
-    if block_size <= 1024:
-        return 4
-    if block_size <= 4096:
-        return 8
-    return 16
-
-
-def _check(x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
-    # weight may differ in dtype (e.g. fp32 weights for bf16 activations), as F.rms_norm allows.
-    check_tensors("rms_norm", same_dtype=False, x=x, weight=weight)
-    if x.ndim < 1:
-        raise ValueError("rms_norm: x must have at least 1 dim (..., D), got a 0-dim tensor")
-    D = x.shape[-1]
-    if weight.ndim != 1 or weight.shape[0] != D:
-        raise ValueError(f"rms_norm: weight must have shape (D,) = ({D},) to match x's last dim, "
-                         f"got {tuple(weight.shape)}")
-    if D == 0 or D > MAX_D:
-        raise ValueError(f"rms_norm: last dim D={D} is not supported; need 1 <= D <= {MAX_D}")
-    if not (isinstance(eps, (int, float)) and eps >= 0):
-        raise ValueError(f"rms_norm: eps must be a non-negative number, got {eps!r}")
-
-
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """x / sqrt(mean(x^2, -1) + eps) * weight; x (..., D), weight (D,); output like x."""
-    _check(x, weight, eps)
-    D = x.shape[-1]
-    # 2-D view (n_rows, D); reshape copies only when the leading dims cannot be merged, and
-    # the kernel needs unit stride along D.
-    x2 = x.reshape(-1, D)
-    if x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    w = weight.contiguous()
-    n_rows = x2.shape[0]
-    y2 = torch.empty((n_rows, D), dtype=x.dtype, device=x.device)  # (n_rows, D)
-    if n_rows == 0:
-        return y2.reshape(x.shape)
-    BLOCK_SIZE = triton.next_power_of_2(D)
-    _rms_norm_fwd_kernel[(n_rows,)](
-        x2, w, y2, x2.stride(0), y2.stride(0), D, float(eps),
-        BLOCK_SIZE=BLOCK_SIZE, num_warps=_num_warps(BLOCK_SIZE),
-    )
-    return y2.reshape(x.shape)
+    check_rows("rms_norm", x, eps, weight=weight)
+    return launch_rows(_rms_norm_fwd_kernel, x, (weight,), eps)

@@ -14,25 +14,21 @@ import torch
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # flash_attention keeps a (BLOCK_M, D) fp32 accumulator in registers: larger heads would spill.
 MAX_HEAD_DIM = 128
-
-
-def interpreting() -> bool:
-    """True when TRITON_INTERPRET=1 now: kernels defined from here on run on the CPU through
-    Triton's interpreter. See kernels_interpreted() for the flag the kernels were defined with.
-    """
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+# The row-wise kernels (rms_norm, layer_norm) hold one whole row in one program's registers.
+MAX_ROW = 65536
 
 
 @functools.cache
 def kernels_interpreted() -> bool:
-    """Whether the Triton kernels run interpreted: interpreting(), read once, on first call.
+    """Whether the Triton kernels run through Triton's interpreter (TRITON_INTERPRET=1), read
+    once, on first call: the one interpreter flag of the project.
 
     triton.jit fixes interpreted-or-compiled when a kernel is defined, so every kernel module
     calls this at import, before defining its kernels, and the wrappers use the same frozen
     value. TRITON_INTERPRET must therefore be set before the first kernel module is imported
     (tests/conftest.py does that on machines without CUDA).
     """
-    return interpreting()
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 def triton_installed() -> bool:
@@ -49,18 +45,23 @@ def _device_problem(device_type: str, interpreted: bool) -> str | None:
     return None
 
 
-def unavailable_reason(device_type: str, *, for_timing: bool) -> str | None:
-    """Why a Triton kernel cannot run (or must not be timed) on `device_type`, or None.
-
-    The interpreter gives correct results on the CPU but runs orders of magnitude slower than
-    compiled code, so a timed run never uses it: on a CPU the Triton rows are skipped.
+def supports(case, head_dim: tuple[str, int] | None = None,
+             row: tuple[str, int] | None = None) -> str | None:
+    """Why the Triton kernels cannot run on `case`, or None: the one support check of every
+    Triton variant. Triton must be installed; the tensors on CUDA, or on a CPU with the
+    interpreter on; a head dim no larger than flash_attention's register-resident accumulator
+    takes, and a row no longer than a row-wise kernel holds (each given as how the op names it
+    and its value: `("D/H", 64)`). Whether a run may *time* a kernel that runs interpreted is
+    not asked here: the harness never does.
     """
     if not triton_installed():
         return "triton is not installed"
-    if for_timing and device_type != "cuda":
-        return ("Triton kernels need a CUDA GPU to be timed; on CPU they run only under "
-                "TRITON_INTERPRET=1, for correctness tests")
-    return _device_problem(device_type, interpreting())
+    problem = _device_problem(case.device_type, kernels_interpreted())
+    for given, limit, what in ((head_dim, MAX_HEAD_DIM, "the Triton flash kernel takes head dims"),
+                               (row, MAX_ROW, "the Triton row-wise kernels take rows")):
+        if problem is None and given is not None and given[1] > limit:
+            problem = f"{what} up to {limit}, not {given[0]}={given[1]}"
+    return problem
 
 
 def check_tensors(op_name: str, *, same_dtype: bool = True,

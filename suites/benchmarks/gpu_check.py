@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from suites.results.columns import headers
+from suites.results.tables import MEASUREMENTS_CSV, read_measurements, with_columns
+
 ROOT = Path(__file__).resolve().parents[2]
 # The series' shapes, as overrides of each suite's grid.
 SERIES = {
@@ -25,8 +28,8 @@ SERIES = {
     "attention": ["suite.axes={B:[8],H:[16],S:[1024],D:[64]}", "suite.dtypes=[bfloat16]"],
     "block": ["suite.axes={B:[8],S:[1024],D:[768],H:[12],I:[3072]}", "suite.dtypes=[bfloat16]"],
 }
-COLUMNS = ["suite", "case_id", "variant", "status", "median_us", "speedup", "n_kernels",
-           "device_us", "host_us", "tflops", "backend", "reason"]
+COLUMNS = list(headers(["suite", "case_id", "variant", "status", "median_us", "speedup",
+                        "n_kernels", "device_us", "host_us", "tflops", "backend", "reason"]))
 
 
 def run(cmd: list[str], log: Path) -> int:
@@ -49,8 +52,8 @@ def main(argv=None) -> int:
         run_dir = args.out / "runs" / suite
         codes[suite] = run([sys.executable, "run_suite.py", f"suite={suite}", "device=cuda",
                             *SERIES[suite], f"hydra.run.dir={run_dir}"], log)
-        if (run_dir / "measurements.csv").is_file():
-            frames.append(pd.read_csv(run_dir / "measurements.csv"))
+        if (run_dir / MEASUREMENTS_CSV).is_file():
+            frames.append(with_columns(read_measurements(run_dir), COLUMNS))
     table = pd.concat(frames)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
     text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")
     text += "\n\nexit codes: " + ", ".join(f"{k}={v}" for k, v in codes.items())

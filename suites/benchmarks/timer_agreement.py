@@ -18,7 +18,7 @@ import torch.utils.benchmark as tbench
 from kernels import registry
 from kernels.base import Case
 from suites.harness import timing
-from suites.spec import TimingSpec
+from suites.harness.timing import TimingSpec
 
 
 def one_round(call, spec: TimingSpec, threads: int, budget_s: float) -> tuple[float, float]:

@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 
 from suites.errors import ConfigError
-from suites.run_folders import KEY, find_runs, read_run
+from suites.results.columns import KEY
+from suites.results.tables import MEASUREMENTS_CSV
+from suites.run_folders import find_runs, read_run
 
 
 @dataclass
@@ -31,7 +33,7 @@ class Side:
 
 def _find_runs(path: Path) -> list[Path]:
     if path.is_file():  # a run's measurements.csv names its run folder
-        if path.name != "measurements.csv":
+        if path.name != MEASUREMENTS_CSV:
             raise ConfigError(f"{path}: not a folder; pass a run folder or a folder of runs")
         return [path.parent]
     return find_runs(path)

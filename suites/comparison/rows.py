@@ -9,7 +9,7 @@ import pandas as pd
 
 from suites.comparison import bootstrap as bs
 from suites.comparison.loading import Side
-from suites.run_folders import KEY
+from suites.results.columns import KEY, Status
 
 COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
            "ci_low", "ci_high", "verdict", "n_a", "n_b", "status_a", "status_b", "note"]
@@ -80,14 +80,14 @@ def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
     if a is None or b is None:
         label, row = ("B", b) if a is None else ("A", a)
         out["verdict"] = f"only in {label}"
-        out["note"] = "" if row["status"] == "ok" else _status_note(label, row)
-    elif a["status"] != "ok" or b["status"] != "ok":
+        out["note"] = "" if row["status"] == Status.OK else _status_note(label, row)
+    elif a["status"] != Status.OK or b["status"] != Status.OK:
         out["verdict"] = "not comparable"
         if (a["status"], a["reason"]) == (b["status"], b["reason"]):
             out["note"] = _status_note("A and B", a)  # one sentence, not the same one twice
         else:
             out["note"] = "; ".join(_status_note(label, row) for label, row in (("A", a), ("B", b))
-                                    if row["status"] != "ok")
+                                    if row["status"] != Status.OK)
     else:
         _judge(out, a_samples, b_samples, rule)
     return out

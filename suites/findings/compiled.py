@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-from suites.findings.core import Finding, FindingContext, detector
+from suites.findings.codes import Code, Severity
+from suites.findings.core import Finding, FindingContext
 
 # Host time per call that compile may add before it is worth saying (guards, cache lookup,
 # the compiled-region wrapper): both a share and an absolute floor, so noise on a 5 us call
@@ -14,16 +15,15 @@ EXTRA_HOST_US = 5.0
 _GRAPH = re.compile(r"CompiledFxGraph (\w+)")
 
 
-@detector
 def compile_host_overhead(ctx: FindingContext):
     if not ctx.is_compiled or ctx.baseline_row is None:
         return
-    host, base = ctx.metric("host_us"), ctx.baseline_row.get("host_us", float("nan"))
+    host, base = ctx.metric("host_us"), ctx.baseline_value("host_us")
     if not (host == host and base == base) or host - base < max(EXTRA_HOST_US, EXTRA_HOST_SHARE * base):
         return
     ops = ctx.profile.ops_per_call()
     wrapper = {k: v for k, v in ops.items() if k.startswith(("TorchDynamo", "Torch-Compiled"))}
-    yield Finding("compile_host_overhead", "notice",
+    yield Finding(Code.COMPILE_HOST_OVERHEAD, Severity.NOTICE,
                   f"compile adds {host - base:.1f} us of host time per call ({base:.1f} -> "
                   f"{host:.1f} us): guard checks, the dynamo cache lookup and the compiled-region "
                   "wrapper cost more than they save on an op this small",
@@ -46,7 +46,6 @@ def _graphs_by_step(profile) -> list[set[str]]:
     return steps
 
 
-@detector
 def recompile(ctx: FindingContext):
     if ctx.profile is None:
         return
@@ -54,7 +53,7 @@ def recompile(ctx: FindingContext):
     if len(steps) < 2 or all(s == steps[0] for s in steps):
         return
     seen = sorted(set().union(*steps))
-    yield Finding("recompile", "warning",
+    yield Finding(Code.RECOMPILE, Severity.WARNING,
                   f"recompiled between steps: {len(seen)} compiled regions/graphs where one was "
                   f"expected ({', '.join(seen[:4])}); each recompile costs seconds, and dynamo "
                   "falls back to eager after 8",

@@ -2,7 +2,8 @@
 the GEMM under torch.compile), an aten::copy_ on a CPU, where the baseline had none."""
 from __future__ import annotations
 
-from suites.findings.core import Finding, FindingContext, detector
+from suites.findings.codes import Code, Severity
+from suites.findings.core import Finding, FindingContext
 
 
 def _gpu_dtod(profile) -> tuple[float, float, float]:
@@ -28,15 +29,14 @@ def _cpu_copies(profile) -> tuple[float, float, str]:
     return count / n, us / n, ", ".join(sorted(parents))
 
 
-@detector
 def hidden_copy(ctx: FindingContext):
     if ctx.profile is None:
         return
-    if ctx.device_type == "cuda":
+    if ctx.on_gpu:
         count, nbytes, us = _gpu_dtod(ctx.profile)
         base = _gpu_dtod(ctx.baseline_profile)[0] if ctx.baseline_profile else 0.0
         if count > base:
-            yield Finding("hidden_copy", "notice",
+            yield Finding(Code.HIDDEN_COPY, Severity.NOTICE,
                           f"a device-to-device copy the code does not write: {count:g} per call, "
                           f"{nbytes / 1e6:.3g} MB, {us:.1f} us", {"copies_per_call": count,
                           "bytes_per_call": nbytes, "copy_us": us, "baseline_copies": base})
@@ -49,7 +49,7 @@ def hidden_copy(ctx: FindingContext):
         why = (": addmm first fills its output with the broadcast bias, then accumulates the "
                "GEMM onto it (the CPU's form of the series' hidden device-to-device copy)"
                if "aten::addmm" in parents else "")
-        yield Finding("hidden_copy", "info" if why else "notice",
+        yield Finding(Code.HIDDEN_COPY, Severity.INFO if why else Severity.NOTICE,
                       f"a copy the code does not write: aten::copy_ inside {parents}, "
                       f"{count:g} per call, {us:.1f} us{why}",
                       {"copies_per_call": count, "copy_us": us, "baseline_copies": base})

@@ -1,25 +1,27 @@
-"""Finding, its context, and the detector registry every findings module adds to."""
+"""A Finding, and the context a detector reads: a profile, and for suite runs the typed row
+and the baseline's. Detectors live in their own modules; detectors.py lists them."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
+from suites.findings.codes import Code, Severity
 from suites.profiling.call_profile import CallProfile
-
-SEVERITIES = ("info", "notice", "warning")
+from suites.profiling.device_time import on_gpu
+from suites.results.columns import NUMBER, column
+from suites.results.row import NAN, ResultRow
 
 
 @dataclass(frozen=True)
 class Finding:
-    code: str
-    severity: str  # info: how it is; notice: worth knowing; warning: costs time or is wrong
+    code: Code
+    severity: Severity
     statement: str
     evidence: dict = field(default_factory=dict)
 
     def as_row(self) -> dict:
-        return {"code": self.code, "severity": self.severity, "statement": self.statement,
-                "evidence": format_evidence(self.evidence)}
+        return {"code": str(self.code), "severity": str(self.severity),
+                "statement": self.statement, "evidence": format_evidence(self.evidence)}
 
 
 def format_evidence(evidence: dict) -> str:
@@ -36,17 +38,21 @@ def format_evidence(evidence: dict) -> str:
 class FindingContext:
     """What a detector may look at: a profile, and for suite runs the row and the baseline's."""
 
-    device_type: str
     profile: CallProfile | None
-    row: dict = field(default_factory=dict)
-    baseline_row: dict | None = None
+    row: ResultRow | None = None
+    baseline_row: ResultRow | None = None
     baseline_profile: CallProfile | None = None
     dtype: str | None = None  # a suite row's dtype; for any other trace, what the user says
 
     @property
+    def on_gpu(self) -> bool:
+        """The trace decides: device activities in it mean a GPU (device_time.trace_mode)."""
+        return self.profile is not None and on_gpu(self.profile.analysis.mode)
+
+    @property
     def is_compiled(self) -> bool:
-        if self.row.get("family"):
-            return self.row["family"] == "compile"
+        if self.row is not None and self.row.family:
+            return self.row.family == "compile"
         ops = self.profile.ops_per_call() if self.profile else {}
         return any(name.startswith("Torch-Compiled Region") for name in ops)
 
@@ -54,42 +60,20 @@ class FindingContext:
     def is_baseline(self) -> bool:
         return self.baseline_row is None or self.baseline_row is self.row
 
+    def value(self, name: str):
+        """A column of the row (suites/results/columns.py); NaN or None where it has none."""
+        if self.row is not None:
+            return self.row.value(name)
+        return NAN if column(name).kind == NUMBER else None
+
+    def baseline_value(self, name: str):
+        if self.baseline_row is not None:
+            return self.baseline_row.value(name)
+        return NAN if column(name).kind == NUMBER else None
+
     def metric(self, name: str) -> float:
-        value = self.row.get(name) if self.row else None
-        if value is None and self.profile is not None:
+        """A profile metric: from the row where it has it, else from the profile."""
+        value = self.value(name)
+        if (value is None or value != value) and self.profile is not None:
             value = self.profile.metrics().get(name)
-        return float("nan") if value is None else float(value)
-
-
-Detector = Callable[[FindingContext], Iterable[Finding]]
-DETECTORS: list[Detector] = []
-
-
-def detector(fn: Detector) -> Detector:
-    DETECTORS.append(fn)
-    return fn
-
-
-def run_detectors(ctx: FindingContext) -> list[Finding]:
-    _load_detectors()
-    found: list[Finding] = []
-    for fn in DETECTORS:
-        found.extend(fn(ctx))
-    return found
-
-
-def find_all(row: dict, profile, baseline_row, baseline_profile, device: str) -> list[dict]:
-    """Findings of one suite row (only rows that ran have a profile to read)."""
-    if row.get("status") != "ok" or profile is None:
-        return []
-    ctx = FindingContext(device_type=device.split(":")[0], profile=profile, row=row,
-                         baseline_row=baseline_row if baseline_row is not row else None,
-                         baseline_profile=baseline_profile if baseline_row is not row else None,
-                         dtype=row.get("dtype"))
-    return [f.as_row() for f in run_detectors(ctx)]
-
-
-def _load_detectors() -> None:
-    # Importing a module registers its detectors; kept here so core has no import cycle.
-    from suites.findings import (bounds, compiled, copies, fusion, kernels, noise,  # noqa: F401
-                                 timeline)
+        return NAN if value is None else float(value)

@@ -2,11 +2,11 @@
 the fused kernels Inductor generated."""
 from __future__ import annotations
 
-from suites.findings.core import Finding, FindingContext, detector
+from suites.findings.codes import Code, Severity
+from suites.findings.core import Finding, FindingContext
 from suites.profiling.op_kinds import FUSED_KERNEL, is_compute_op_name
 
 
-@detector
 def dispatcher_fusion(ctx: FindingContext):
     """The series' first lesson: does the variant run aten::addmm where eager ran mm then add?"""
     if ctx.is_baseline or ctx.baseline_profile is None or ctx.profile is None:
@@ -17,13 +17,13 @@ def dispatcher_fusion(ctx: FindingContext):
     evidence = {"addmm_per_call": ops.get("aten::addmm", 0.0), "mm_per_call": ops.get("aten::mm", 0.0),
                 "baseline_mm_per_call": base["aten::mm"], "baseline_add_per_call": base["aten::add"]}
     if "aten::addmm" in ops and "aten::mm" not in ops:
-        yield Finding("dispatcher_fusion", "info",
+        yield Finding(Code.DISPATCHER_FUSION, Severity.INFO,
                       "aten::addmm replaced aten::mm + aten::add (the bias add moved into the GEMM "
                       "call)", evidence)
     elif "aten::mm" in ops and _compute_ops(ctx.baseline_profile) == {"aten::mm", "aten::add"}:
         # Only where the baseline is exactly a matmul and an add: in a block the adds are
         # residuals, and an unfused mm there says nothing about a bias.
-        yield Finding("no_dispatcher_fusion", "info",
+        yield Finding(Code.NO_DISPATCHER_FUSION, Severity.INFO,
                       "aten::mm still runs: the bias add was not folded into aten::addmm", evidence)
 
 
@@ -31,16 +31,17 @@ def _compute_ops(profile) -> set[str]:
     return {name for name in profile.ops_per_call() if is_compute_op_name(name)}
 
 
-@detector
 def kernels_per_call(ctx: FindingContext):
     if ctx.is_baseline or ctx.baseline_row is None:
         return
-    before, after = ctx.baseline_row.get("n_kernels"), ctx.metric("n_kernels")
-    if before is None or before != before or after != after or before == after:
+    before, after = ctx.baseline_value("n_kernels"), ctx.metric("n_kernels")
+    if before != before or after != after or before == after:
         return
-    direction = "fell" if after < before else "rose"
+    fell = after < before
+    direction = "fell" if fell else "rose"
     fused = sorted({k["kernel"] for k in ctx.profile.kernel_rows() if FUSED_KERNEL.search(k["kernel"])})
     detail = f"; fused kernels: {', '.join(fused)}" if fused else ""
-    yield Finding(f"kernels_{direction}", "info" if after < before else "notice",
+    yield Finding(Code.KERNELS_FELL if fell else Code.KERNELS_ROSE,
+                  Severity.INFO if fell else Severity.NOTICE,
                   f"kernels per call {direction} from {before:g} to {after:g} against the "
                   f"baseline{detail}", {"baseline_kernels": before, "kernels": after})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from suites.findings.core import Finding, FindingContext, detector
+from suites.findings.codes import Code, Severity
+from suites.findings.core import Finding, FindingContext
 from suites.profiling.op_kinds import FUSED_KERNEL, METADATA_OPS, SDPA_BACKEND_OPS
 
 # cuBLAS/CUTLASS single-precision GEMMs run on CUDA cores, not tensor cores.
@@ -12,7 +13,6 @@ SGEMM = re.compile(r"sgemm|gemmSN_|gemv2T_kernel_val<int, int, float|cutlass.*si
 LOW_PRECISION = ("bfloat16", "float16")
 
 
-@detector
 def metadata_ops(ctx: FindingContext):
     if ctx.profile is None:
         return
@@ -24,7 +24,7 @@ def metadata_ops(ctx: FindingContext):
     inside = (f" ({runtime:.1f} us of it in runtime calls they made, such as cudaMalloc)"
               if runtime >= 0.05 * host and runtime > 0 else "")
     top = ", ".join(f"{name} x{n:g}" for name, n in sorted(meta.items(), key=lambda kv: -kv[1])[:4])
-    yield Finding("metadata_ops", "info",
+    yield Finding(Code.METADATA_OPS, Severity.INFO,
                   f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost {host:.1f} us of "
                   f"host time{inside} and no device time: views, transposes and allocations",
                   {"ops_per_call": sum(meta.values()), "host_us": host, "runtime_us": runtime})
@@ -41,33 +41,30 @@ def _metadata_host_us(profile) -> tuple[float, float]:
     return host / n, runtime / n
 
 
-@detector
 def tensor_cores_unused(ctx: FindingContext):
-    if ctx.profile is None or ctx.profile.analysis.mode != "cuda" or ctx.dtype not in LOW_PRECISION:
+    if not ctx.on_gpu or ctx.dtype not in LOW_PRECISION:
         return
     rows = [k for k in ctx.profile.kernel_rows() if SGEMM.search(k["kernel"])]
     if rows:
         us = sum(k["total_us_per_call"] for k in rows)
-        yield Finding("tensor_cores_unused", "warning",
+        yield Finding(Code.TENSOR_CORES_UNUSED, Severity.WARNING,
                       f"single-precision GEMM kernels in a {ctx.dtype} run ({rows[0]['kernel'][:50]}"
                       f"{', ...' if len(rows) > 1 else ''}, {us:.1f} us per call): that work "
                       "runs on CUDA cores, not tensor cores; look for a float32 upcast",
                       {"sgemm_kernels": len(rows), "sgemm_us": us})
 
 
-@detector
 def sdpa_backend(ctx: FindingContext):
     if ctx.profile is None:
         return
     ops = ctx.profile.ops_per_call()
     ran = [(SDPA_BACKEND_OPS[name], name) for name in ops if name in SDPA_BACKEND_OPS]
     for backend, name in sorted(set(ran)):
-        yield Finding("sdpa_backend", "info",
+        yield Finding(Code.SDPA_BACKEND, Severity.INFO,
                       f"scaled_dot_product_attention ran the {backend} backend ({name})",
                       {"backend": backend})
 
 
-@detector
 def inductor_kernels(ctx: FindingContext):
     """Any trace: name the kernels Inductor generated and what each fuses (suite runs say the
     same against their baseline in kernels_fell / kernels_rose)."""
@@ -75,6 +72,6 @@ def inductor_kernels(ctx: FindingContext):
         return
     names = sorted({k["kernel"] for k in ctx.profile.kernel_rows() if FUSED_KERNEL.search(k["kernel"])})
     if names:
-        yield Finding("inductor_kernels", "info",
+        yield Finding(Code.INDUCTOR_KERNELS, Severity.INFO,
                       f"Inductor-generated fused kernels: {', '.join(names[:5])}"
                       f"{' ...' if len(names) > 5 else ''}", {"fused_kernels": len(names)})

@@ -5,7 +5,9 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from suites.findings.core import Finding, FindingContext, detector
+from suites.findings.codes import Code, Severity
+from suites.findings.core import Finding, FindingContext
+from suites.profiling.device_time import kernel_us, overhead_bound
 
 COLD_FACTOR = 2.0  # first step this many times the median of the rest
 GAP_US, GAP_SHARE = 100.0, 0.25  # record_function start -> first op
@@ -14,28 +16,26 @@ EMPTY_DELAY_US, EMPTY_SHARE = 2.0, 0.8  # launched kernels start at once: nothin
 FULL_DELAY_US = 50.0
 
 
-@detector
 def cold_start(ctx: FindingContext):
     steps = ctx.profile.steps if ctx.profile else []
     if len(steps) < 3:
         return
     first, rest = steps[0].wall_us, statistics.median(s.wall_us for s in steps[1:])
     if rest > 0 and first > COLD_FACTOR * rest:
-        yield Finding("cold_start", "notice",
+        yield Finding(Code.COLD_START, Severity.NOTICE,
                       f"cold start: the first step ({steps[0].name}) takes {first:.0f} us, "
                       f"{first / rest:.1f}x the median of the others ({rest:.0f} us): warm up "
                       "before timing, and leave it out of averages",
                       {"first_step_us": first, "median_other_us": rest})
 
 
-@detector
 def late_first_op(ctx: FindingContext):
     """A long gap between a record_function range opening and its first op: Python work,
     a compile, or a lock held before any aten op ran."""
     for step in ctx.profile.steps if ctx.profile else []:
         gap = step.first_op_gap_us
         if gap == gap and gap > GAP_US and gap > GAP_SHARE * step.host_us:
-            yield Finding("late_first_op", "notice",
+            yield Finding(Code.LATE_FIRST_OP, Severity.NOTICE,
                           f"{gap:.0f} us pass between the start of {step.name}'s range and its "
                           f"first op ({gap / step.host_us:.0%} of the range): time spent in "
                           "Python or compiling, not in ops",
@@ -43,7 +43,6 @@ def late_first_op(ctx: FindingContext):
             return  # once per profile is enough to point at it
 
 
-@detector
 def kernel_variance(ctx: FindingContext):
     steps = ctx.profile.steps if ctx.profile else []
     if len(steps) < 3:
@@ -51,23 +50,22 @@ def kernel_variance(ctx: FindingContext):
     per_step: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(steps))
     for i, step in enumerate(steps):
         for k in step.kernels:
-            per_step[k.name][i] += k.dur if ctx.profile.analysis.mode == "cuda" else k.self_us
+            per_step[k.name][i] += kernel_us(k, ctx.on_gpu)
     for name, times in per_step.items():
         mean = statistics.fmean(times)
         if mean < VARIANCE_MIN_US or min(times) == 0:
             continue
         cv = statistics.pstdev(times) / mean
         if cv > VARIANCE_CV:
-            yield Finding("kernel_variance", "warning",
+            yield Finding(Code.KERNEL_VARIANCE, Severity.WARNING,
                           f"{_short(name)} varies across steps: {min(times):.1f} to {max(times):.1f} "
                           f"us (CV {cv:.0%}); clocks, contention or data-dependent work",
                           {"kernel": _short(name), "cv": cv, "min_us": min(times),
                            "max_us": max(times)})
 
 
-@detector
 def gpu_queue(ctx: FindingContext):
-    if ctx.profile is None or ctx.profile.analysis.mode != "cuda":
+    if not ctx.on_gpu:
         return
     delays = [d for s in ctx.profile.steps for d in s.launch_delays_us]
     if len(delays) < 1:
@@ -77,12 +75,12 @@ def gpu_queue(ctx: FindingContext):
     busy = 1.0 - ctx.metric("idle_frac")
     evidence = {"median_launch_delay_us": median, "started_at_once": share_now, "busy_frac": busy}
     if median >= FULL_DELAY_US:
-        yield Finding("queue_full", "info",
+        yield Finding(Code.QUEUE_FULL, Severity.INFO,
                       f"the GPU queue stays full: kernels wait a median {median:.0f} us after "
                       "their launch returns; the host runs ahead, launch overhead is hidden",
                       evidence)
-    elif share_now >= EMPTY_SHARE and busy < 0.5:
-        yield Finding("queue_empty", "notice",
+    elif share_now >= EMPTY_SHARE and overhead_bound(busy):
+        yield Finding(Code.QUEUE_EMPTY, Severity.NOTICE,
                       f"launch-bound: {share_now:.0%} of kernels start as soon as they are "
                       f"launched and the GPU is busy {busy:.0%} of the time: it waits for the "
                       "host; fewer, larger kernels (fusion, CUDA graphs) would help", evidence)

@@ -3,11 +3,10 @@ with a float64 reference. Low-precision rule (flash-attention / Liger style): a 
 its error is at most twice eager's error in the same dtype, plus a small dtype floor."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from kernels.base import Call, Case, Inputs, Op
+from suites.results.row import Check
 
 # Error is measured per output row (the last dimension) as max |out - ref| / max |ref| over the
 # row, and the worst row counts: scale-free, so one floor fits every shape, and an error confined
@@ -17,16 +16,6 @@ from kernels.base import Call, Case, Inputs, Op
 FLOOR = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}
 # The baseline is checked against a fixed bound: generous, it only catches a broken reference.
 BASELINE_BOUND = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
-
-
-@dataclass(frozen=True)
-class Check:
-    max_abs_err: float
-    rel_err: float  # ||out - ref|| / ||ref||
-    scaled_err: float  # the worst row's max |out - ref| / max |ref|: what the pass rule compares
-    tolerance: float  # the bound on scaled_err this variant had to meet
-    passed: bool
-    reason: str
 
 
 def refill(inputs: Inputs, fresh: Inputs) -> None:
@@ -49,7 +38,8 @@ def _worst_row_error(diff: torch.Tensor, ref: torch.Tensor) -> float:
 
 def compare(out: torch.Tensor, ref: torch.Tensor, dtype: str, baseline_err: float | None) -> Check:
     if out.shape != ref.shape:
-        return Check(float("nan"), float("nan"), float("nan"), float("nan"), False,
+        nan = float("nan")
+        return Check(nan, nan, nan, nan,
                      f"output shape {tuple(out.shape)} != reference shape {tuple(ref.shape)}")
     diff = (out.double() - ref).abs()
     max_abs = diff.max().item()
@@ -60,11 +50,10 @@ def compare(out: torch.Tensor, ref: torch.Tensor, dtype: str, baseline_err: floa
     else:
         tolerance = 2.0 * baseline_err + FLOOR[dtype]
     if not torch.isfinite(out).all():
-        return Check(max_abs, rel, scaled, tolerance, False, "output has NaN or Inf")
-    passed = scaled <= tolerance
-    reason = "" if passed else (f"max error {scaled:.2e} (relative to the row's max |ref|) "
-                                f"exceeds tolerance {tolerance:.2e}")
-    return Check(max_abs, rel, scaled, tolerance, passed, reason)
+        return Check(max_abs, rel, scaled, tolerance, "output has NaN or Inf")
+    problem = "" if scaled <= tolerance else (f"max error {scaled:.2e} (relative to the row's "
+                                              f"max |ref|) exceeds tolerance {tolerance:.2e}")
+    return Check(max_abs, rel, scaled, tolerance, problem)
 
 
 def check_call(op: Op, case: Case, inputs: Inputs, call: Call, baseline_err: float | None,

@@ -1,7 +1,7 @@
 """One (case, variant): support check, first call, correctness, timing, profiling.
 
-Whatever happens, the result is a row: `skipped` with the reason the variant gave, `failed`
-with the exception, `incorrect` with the error numbers (and not timed), or `ok`.
+Whatever happens, the result is a row: `skipped` with the reason the variant or the harness
+gave, `failed` with the exception, `incorrect` with the error numbers (and not timed), or `ok`.
 """
 from __future__ import annotations
 
@@ -13,19 +13,35 @@ import torch
 
 from kernels.base import Case, Op, Variant
 from suites.harness import correctness, timing
+from suites.harness.derived import new_row
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.capture import capture
 from suites.profiling.op_kinds import sdpa_backend
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import read_trace
+from suites.results.columns import Status
+from suites.results.row import ProfileStats, ResultRow
 from suites.spec import RunSpec
+
+# Triton's interpreter runs kernels orders of magnitude slower than compiled code: correct
+# answers, meaningless times. A run never times it, so off CUDA the Triton rows are skipped.
+NOT_TIMED_INTERPRETED = ("Triton kernels need a CUDA GPU to be timed; on CPU they run only under "
+                         "TRITON_INTERPRET=1, for correctness tests")
 
 
 @dataclass
 class Outcome:
-    row: dict
+    row: ResultRow
     samples_us: list[float] = field(default_factory=list)
     profile: CallProfile | None = None
+
+
+def not_timed_here(variant: Variant, case: Case) -> str | None:
+    """The harness's own rule, on top of what the variant supports: it never times a kernel
+    that can only run interpreted here."""
+    if variant.family == "triton" and case.device_type != "cuda":
+        return NOT_TIMED_INTERPRETED
+    return None
 
 
 def _generator(case: Case, offset: int) -> torch.Generator:
@@ -57,40 +73,41 @@ def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]
 
 def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
             baseline_err: float | None) -> Outcome:
-    row = {"status": "ok", "reason": ""}
-    reason = variant.supports(case)
+    row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
+    reason = not_timed_here(variant, case) or variant.supports(case)
     if reason:
-        return Outcome({"status": "skipped", "reason": reason})
+        row.status, row.reason = Status.SKIPPED, reason
+        return Outcome(row)
     try:
         with variant.scope():
             return _measure(op, variant, case, spec, baseline_err, row)
     except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
-        return Outcome({**row, "status": "failed", "reason": _short(exc)})
+        row.status, row.reason = Status.FAILED, _short(exc)
+        return Outcome(row)
     finally:
         gc.collect()
         if case.device_type == "cuda":
             torch.cuda.empty_cache()
 
 
-def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
+def _measure(op, variant, case, spec, baseline_err, row: ResultRow) -> Outcome:
     device_type = case.device_type
     inputs = op.make_inputs(case, _generator(case, 0))
     call = variant.prepare(case, inputs)
     before = _fx_cache_counts()
-    row["first_call_ms"] = timing.time_first_call(call, device_type)
+    row.first_call_ms = timing.time_first_call(call, device_type)
     if variant.family == "compile":
-        row["compile_cache"] = _fx_cache_outcome(before, _fx_cache_counts())
+        row.compile_cache = _fx_cache_outcome(before, _fx_cache_counts())
 
-    check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
-    row.update(max_abs_err=check.max_abs_err, rel_err=check.rel_err,
-               scaled_err=check.scaled_err, tolerance=check.tolerance)
-    if not check.passed:
-        return Outcome({**row, "status": "incorrect", "reason": check.reason})
+    row.check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
+    if not row.check.passed:
+        row.status, row.reason = Status.INCORRECT, row.check.problem
+        return Outcome(row)
 
     warmup = spec.timing.compile_warmup_calls if variant.family == "compile" else spec.timing.warmup_calls
     samples = timing.sample_calls(call, device_type, spec.timing, warmup)
-    row.update(timing.summarize(samples))
-    row["cache"] = ("cold" if spec.timing.l2_flush else "hot") if device_type == "cuda" else "n/a"
+    cache = ("cold" if spec.timing.l2_flush else "hot") if device_type == "cuda" else "n/a"
+    row.timing = timing.summarize(samples, cache)
 
     profile = None
     if spec.profile.enabled:
@@ -100,10 +117,10 @@ def _measure(op, variant, case, spec, baseline_err, row) -> Outcome:
             capture(call, variant.name, device_type, spec.profile, trace_path, table_path,
                     before_call=timing.l2_flusher(spec.timing, device_type))
             profile = CallProfile(analyze(read_trace(trace_path), label=variant.name))
-            row.update(profile.metrics())
-            row["backend"] = sdpa_backend(profile.ops_per_call())
-            row["trace"] = str(trace_path.relative_to(spec.out_dir))
-            row["table"] = str(table_path.relative_to(spec.out_dir))
+            row.profile = ProfileStats(**profile.metrics(),
+                                       backend=sdpa_backend(profile.ops_per_call()),
+                                       trace=str(trace_path.relative_to(spec.out_dir)),
+                                       table=str(table_path.relative_to(spec.out_dir)))
         except Exception as exc:  # the timing stands; say why the profile columns are empty
-            row["reason"] = f"profiling failed: {_short(exc)}"
+            row.reason = f"profiling failed: {_short(exc)}"
     return Outcome(row, samples, profile)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import time
 
+from suites.results.row import ResultRow
+
 
 class Progress:
     def __init__(self, total: int, enabled: bool, stream):
@@ -17,14 +19,14 @@ class Progress:
             print(f"[{self.done + 1:>{width}}/{self.total}] {case_id:<24} {variant:<22}",
                   end="", file=self.stream, flush=True)
 
-    def finish(self, row: dict) -> None:
+    def finish(self, row: ResultRow) -> None:
         self.done += 1
         if not self.enabled:
             return
         seconds = time.perf_counter() - self.started
-        median = row.get("median_us", float("nan"))
-        if row["status"] == "ok" and not math.isnan(median):
+        median = row.value("median_us")
+        if row.ok and not math.isnan(median):
             detail = f"{median:12.1f} us"
         else:
-            detail = f"{row['status']}: {row.get('reason', '')}"[:90]
+            detail = f"{row.status}: {row.reason}"[:90]
         print(f" {detail}   ({seconds:.1f} s)", file=self.stream, flush=True)

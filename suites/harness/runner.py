@@ -14,9 +14,10 @@ from kernels import registry
 from suites.harness.calibration import calibrate
 from suites.harness.environment import busy_machine_warning, describe
 from suites.harness.measure import measure
+from suites.harness.derived import add_speedups, derive
 from suites.harness.progress import Progress
-from suites.harness.results import add_speedups, base_row, derive, write_tables
 from suites.findings import find_all
+from suites.results.tables import write_tables
 from suites.spec import RunSpec
 
 
@@ -25,7 +26,7 @@ class RunResult:
     spec: RunSpec
     env: dict
     frame: pd.DataFrame
-    findings: list[dict]
+    findings: list[dict]  # findings.csv's rows
     seconds: float
 
 
@@ -55,20 +56,19 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
         for variant in variants:
             progress.start(case.id, variant.name)
             outcome = measure(op, variant, case, spec, baseline_err)
-            row = {**base_row(spec.suite.name, case, variant, op), **outcome.row,
-                   "threads": spec.timing.threads}
+            row = outcome.row
             derive(row, env.get("peaks"))
             if variant.name == spec.suite.baseline:
                 baseline_row, baseline_profile = row, outcome.profile
-                if row["status"] == "ok":
-                    baseline_err = row["scaled_err"]
+                if row.ok:
+                    baseline_err = row.check.scaled_err
             rows.append(row)
             keys = {"suite": spec.suite.name, "case_id": case.id, "variant": variant.name}
             samples += [{**keys, "sample": i, "time_us": t} for i, t in enumerate(outcome.samples_us)]
             if outcome.profile is not None:
                 kernels += [{**keys, "dtype": case.dtype, **k} for k in outcome.profile.kernel_rows()]
             findings += [{**keys, **f} for f in find_all(row, outcome.profile, baseline_row,
-                                                         baseline_profile, spec.device)]
+                                                         baseline_profile)]
             progress.finish(row)
     add_speedups(rows, spec.suite.baseline)
     frame = write_tables(spec.out_dir, rows, kernels, samples, findings)

@@ -3,24 +3,37 @@ met. Never run under the profiler. Raw samples are kept; the summary is median, 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import torch
 
-from suites.spec import TimingSpec
+from suites.results.row import TimingStats
 
 # Bigger than the L2 of any current GPU (H100/H200: 50-60 MB), so zeroing it evicts the inputs.
 _L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 
-def summarize(samples_us: list[float]) -> dict[str, float]:
+@dataclass(frozen=True)
+class TimingSpec:
+    preset: str
+    budget_s: float  # keep sampling until this much time is spent...
+    min_samples: int  # ...and at least this many samples are taken
+    max_samples: int
+    warmup_calls: int
+    compile_warmup_calls: int  # compile variants settle after a few calls (guards, autotune)
+    l2_flush: bool  # CUDA: flush L2 between calls, so each call starts cold
+    threads: int  # CPU threads, set explicitly (torch.utils.benchmark defaults to 1)
+
+
+def summarize(samples_us: list[float], cache: str = "n/a") -> TimingStats:
     """Median, p10, p90, min and the spread (IQR / median) of per-call samples."""
     t = torch.tensor(samples_us, dtype=torch.float64)
     median, p25, p75 = (float(t.quantile(q)) for q in (0.5, 0.25, 0.75))
-    return {
-        "n_samples": len(samples_us), "median_us": median,
-        "p10_us": float(t.quantile(0.1)), "p90_us": float(t.quantile(0.9)), "min_us": float(t.min()),
-        "iqr_rel": (p75 - p25) / median if median else float("nan"),
-    }
+    return TimingStats(
+        n_samples=len(samples_us), median_us=median,
+        p10_us=float(t.quantile(0.1)), p90_us=float(t.quantile(0.9)), min_us=float(t.min()),
+        iqr_rel=(p75 - p25) / median if median else float("nan"), cache=cache,
+    )
 
 
 def sync(device_type: str) -> None:

@@ -11,6 +11,7 @@ import math
 import pandas as pd
 
 from kernels.base import DTYPE_SHORT
+from suites.results.columns import Status
 
 NAN = float("nan")
 COLUMNS = ["suite", "case_id", "dtype", "variant", "flops", "compile_ms", "baseline_us",
@@ -36,9 +37,9 @@ def breakeven_table(rows: pd.DataFrame, suite: str, baseline: str) -> pd.DataFra
         entry = {"suite": suite, "case_id": row.case_id, "dtype": row.dtype, "variant": row.variant,
                  "flops": row.flops, "compile_ms": NAN, "baseline_us": NAN, "compile_us": NAN,
                  "saved_us": NAN, "calls": NAN}
-        if row.status != "ok":
+        if row.status != Status.OK:
             entry["verdict"] = f"compile {row.status}"
-        elif b is None or b["status"] != "ok":
+        elif b is None or b["status"] != Status.OK:
             entry["verdict"] = f"baseline {'not run' if b is None else b['status']}"
         else:
             entry.update(compile_ms=row.compile_ms, baseline_us=b["median_us"],

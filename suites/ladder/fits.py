@@ -21,6 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from suites.profiling.device_time import on_gpu
+from suites.results.columns import Status
+
 NAN = float("nan")
 TWO_SIZES = "two sizes: exact by construction, untested"
 FIT_COLUMNS = ["suite", "variant", "dtype", "n_shapes", "overhead_us", "tflops", "balance_flops",
@@ -91,12 +94,12 @@ def crossover(flops, device_us, host_us, labels=None) -> tuple[float, str]:
 
 def fit_table(rows: pd.DataFrame, suite: str) -> tuple[pd.DataFrame, dict[tuple, Fit]]:
     """One row per (variant, dtype) of a suite's ok rows; and the fits, for the plot."""
-    ok = rows[(rows["status"] == "ok") & rows["median_us"].notna()]
+    ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
     out, fits = [], {}
     for (variant, dtype), group in ok.groupby(["variant", "dtype"], sort=False):
         fit = fit_overhead(group["flops"], group["median_us"])
         host = group["host_us"]
-        if not str(group["device"].iloc[0]).startswith("cuda"):
+        if not on_gpu(group["device"].iloc[0]):
             # On a CPU the compute ops run inside the host span: compare compute with the
             # host time outside them (the overhead), not with the span that contains them.
             host = host - group["device_us"]

@@ -15,13 +15,14 @@ import numpy as np
 import pandas as pd
 
 from kernels import registry
-from suites.catalog import SUITE_NAMES
-from suites.run_folders import KEY, find_runs, read_run
+from suites.results.columns import KEY, Status
+from suites.results.tables import param_columns, with_columns
+from suites.run_folders import find_runs, read_run
 
 REQUIRED = ["family", "dtype"]  # besides KEY and status
-NUMERIC = ["median_us", "host_us", "device_us", "n_kernels", "flops", "bytes", "intensity",
-           "tflops", "speedup", "first_call_ms", "compile_ms"]
-TEXT = ["reason"]
+# What the ladder reads; a run from an older version may lack some of them (NaN then).
+USED = ["device", "median_us", "host_us", "device_us", "n_kernels", "flops", "bytes",
+        "intensity", "tflops", "speedup", "first_call_ms", "compile_ms", "reason"]
 
 
 @dataclass
@@ -60,12 +61,7 @@ def _created(env: dict) -> dt.datetime | None:
 def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
     files = read_run(path, REQUIRED, samples=False)
     rows, env = files.measurements, files.env  # no env: no peaks, no reference, oldest in dedup
-    # The results writer puts the op's size columns between the leading keys and `status`,
-    # and appends new metrics after it, so this stays right as metrics are added.
-    before = list(rows.columns[: list(rows.columns).index("status")])
-    leading = {"suite", "op", "case_id", "variant", "family", "dtype", "device"}
-    params = [c for c in before if c not in leading]
-    run = Run(path, env, _created(env), params)
+    run = Run(path, env, _created(env), param_columns(rows))
     return run, rows.assign(run=str(path), created=run.created)
 
 
@@ -103,7 +99,7 @@ def _baseline(rows: pd.DataFrame) -> str:
 
 def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.Series:
     """Recomputed after the merge, so a kept row is compared with the kept baseline."""
-    ok = rows["status"] == "ok"
+    ok = rows["status"] == Status.OK
     is_base = ok & (rows["variant"] == rows["suite"].map(baselines))
     base = rows[is_base].set_index(["suite", "case_id"])["median_us"]
     base_median = pd.Series(list(zip(rows["suite"], rows["case_id"]))).map(base).to_numpy(float)
@@ -129,13 +125,10 @@ def load(path: Path) -> Collection:
     runs = sorted((run for run, _ in loaded), key=_order_key)
     order = {str(run.path): i for i, run in enumerate(runs)}
     rows, dropped = _deduplicate(pd.concat([r for _, r in loaded], ignore_index=True), order)
-    for column in NUMERIC:
-        rows[column] = pd.to_numeric(rows[column], errors="coerce") if column in rows else np.nan
-    for column in TEXT:
-        if column not in rows:
-            rows[column] = ""
+    rows = with_columns(rows, USED)
     names = list(dict.fromkeys(rows["suite"]))
-    names = [n for n in SUITE_NAMES if n in names] + sorted(n for n in names if n not in SUITE_NAMES)
+    ladder = registry.op_names()
+    names = [n for n in ladder if n in names] + sorted(n for n in names if n not in ladder)
     suites = {n: _suite_info(n, rows[rows["suite"] == n], runs) for n in names}
     rows["speedup"] = _speedups(rows, {n: s.baseline for n, s in suites.items()})
     return Collection(path, runs, rows, dropped, suites)

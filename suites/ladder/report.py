@@ -13,6 +13,8 @@ from suites.ladder import fits as ft
 from suites.ladder import plots, render
 from suites.ladder.loading import Collection
 from suites.ladder.table import ladder_table
+from suites.profiling.device_time import on_gpu
+from suites.results.columns import Status
 
 
 @dataclass
@@ -61,7 +63,7 @@ def _above_peak(rows: pd.DataFrame, peaks: dict) -> list[str]:
     """Points above the measured roof mean the calibration probe underestimated the machine
     (a busy or throttled machine, or a dtype whose 1024^2 probe is not its best case)."""
     peak = rows["dtype"].map(peaks.get("matmul_tflops") or {})
-    above = rows[(rows["status"] == "ok") & (rows["tflops"] > peak)]
+    above = rows[(rows["status"] == Status.OK) & (rows["tflops"] > peak)]
     if above.empty:
         return []
     worst = above.loc[(above["tflops"] / peak[above.index]).idxmax()]
@@ -98,7 +100,7 @@ def suite_part(collection: Collection, name: str) -> SuitePart:
     breakeven = be.breakeven_table(rows, name, info.baseline)
     device = _device(rows)
     sentences = [_fit_sentence(r) for _, r in fits.iterrows()]
-    if device and not device.startswith("cuda"):
+    if device and not on_gpu(device):
         sentences.append("On a CPU the compute ops run inside the host span, so the crossover "
                          "is where compute time overtakes the rest of the host time (dispatch, "
                          "Python, allocation).")
@@ -115,7 +117,7 @@ def analyze(collection: Collection) -> Ladder:
 def _plots(ladder: Ladder, out_dir: Path) -> None:
     rows = ladder.collection.rows
     for part in ladder.suites:
-        ok = rows[(rows["suite"] == part.name) & (rows["status"] == "ok")
+        ok = rows[(rows["suite"] == part.name) & (rows["status"] == Status.OK)
                   & rows["median_us"].notna() & (rows["flops"] > 0)]
         if ok.empty:
             continue

@@ -14,19 +14,35 @@ import pandas as pd
 from kernels.base import FAMILIES
 from suites.ladder.loading import Collection, SuiteInfo
 from suites.ladder.render import num
+from suites.results.columns import Status
+
+# A shape with another value of a categorical parameter (LayerNorm for RMSNorm) is never the
+# closest to a reference: it is a different computation, not a different size.
+_OTHER_CHOICE = 1e6
 
 COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
            "device_us", "host_us", "median_us", "speedup", "note"]
 
 
+def _value(v):
+    """A size as an int (pandas reads sizes of a column with gaps as floats), a choice as is."""
+    return v if isinstance(v, str) else int(v)
+
+
 def shape_label(shape: dict) -> str:
-    """M4096-N4096-K4096: a case id without its dtype."""
-    return "-".join(f"{p}{int(v)}" for p, v in shape.items())
+    """M4096-N4096-K4096, T1024-D768-rms: a case id without its dtype."""
+    return "-".join(v if isinstance(v, str) else f"{p}{int(v)}" for p, v in shape.items())
+
+
+def _distance(a, b) -> float:
+    if isinstance(a, str) or isinstance(b, str):
+        return 0.0 if a == b else _OTHER_CHOICE
+    return abs(math.log(a / b))
 
 
 def log_distance(shape: dict, reference: dict) -> float:
     common = [p for p in reference if p in shape]
-    return sum(abs(math.log(shape[p] / reference[p])) for p in common) if common else math.inf
+    return sum(_distance(shape[p], reference[p]) for p in common) if common else math.inf
 
 
 def choose_shape(shapes: list[dict], reference: dict) -> tuple[dict, str]:
@@ -35,7 +51,7 @@ def choose_shape(shapes: list[dict], reference: dict) -> tuple[dict, str]:
     reference's regime, which is bigger than a CPU grid)."""
     if not reference:
         return shapes[0], "no reference shape recorded (env.json); largest shape run"
-    wanted = {p: int(v) for p, v in reference.items()}
+    wanted = {p: _value(v) for p, v in reference.items()}
     for shape in shapes:
         if shape == wanted:
             return shape, "reference shape"
@@ -47,11 +63,11 @@ def _shapes(rows: pd.DataFrame, params: list[str]) -> list[dict]:
     """Distinct shapes, largest first (by FLOPs, then by the sizes themselves)."""
     by_size = rows.drop_duplicates(params).assign(_f=rows["flops"].fillna(0))
     by_size = by_size.sort_values(["_f"] + params, ascending=False, kind="stable")
-    return [{p: int(r[p]) for p in params} for _, r in by_size.iterrows()]
+    return [{p: _value(r[p]) for p in params} for _, r in by_size.iterrows()]
 
 
 def _family_row(rows: pd.DataFrame) -> tuple[pd.Series, str]:
-    ok = rows[(rows["status"] == "ok") & rows["median_us"].notna()]
+    ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
     if ok.empty:  # nothing ran: show why, with the first variant's status
         others = ", ".join(rows["variant"].iloc[1:])
         return rows.iloc[0], (f"also not run: {others}" if others else "")
@@ -76,7 +92,7 @@ def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
             if group.empty:
                 continue  # the block has no variant of this family (linear has no library)
             row, note = _family_row(group)
-            if row["status"] != "ok" and isinstance(row.get("reason"), str) and row["reason"]:
+            if row["status"] != Status.OK and row["reason"]:
                 note = f"{row['reason']}" + (f"; {note}" if note else "")
             out.append({"suite": info.name, "dtype": dtype, "shape": shape_label(shape),
                         "shape_note": shape_note, "family": family, "variant": row["variant"],

@@ -5,6 +5,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from suites.profiling.device_time import GPU, kernel_us
 from suites.profiling.trace_analysis import TraceAnalysis
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -37,7 +38,7 @@ class CallProfile:
 
     def _metrics(self) -> dict[str, float]:
         steps = self.steps
-        gpu = self.analysis.mode == "cuda"
+        gpu = self.analysis.mode == GPU
         return {
             "host_us": _median(s.host_us for s in steps),
             "device_us": _median(s.device_us for s in steps),
@@ -55,12 +56,12 @@ class CallProfile:
     def _kernel_rows(self) -> list[dict]:
         count: dict[tuple, int] = defaultdict(int)
         total: dict[tuple, float] = defaultdict(float)
-        gpu = self.analysis.mode == "cuda"
+        gpu = self.analysis.mode == GPU
         for step in self.steps:
             for kernel in step.kernels:
                 key = (kernel.name, _KIND.get(kernel.cat, "kernel") if gpu else "cpu_op")
                 count[key] += 1
-                total[key] += kernel.dur if gpu else kernel.self_us
+                total[key] += kernel_us(kernel, gpu)
         n = max(1, len(self.steps))
         rows = [{"kernel": name, "kind": kind, "calls_per_call": count[(name, kind)] / n,
                  "total_us_per_call": total[(name, kind)] / n,

@@ -7,12 +7,21 @@ import contextlib
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from suites.spec import ProfileSpec
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    enabled: bool
+    wait: int
+    warmup: int
+    active: int
+    record_shapes: bool
+    row_limit: int  # rows of the key_averages table
 
 
 @contextlib.contextmanager

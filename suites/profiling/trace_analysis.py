@@ -1,4 +1,4 @@
-"""Per-step metrics from a trace (DESIGN.md section 4).
+"""Per-step metrics from a trace.
 
 A step is a `ProfilerStep#N` range (or the whole trace when there is none). On a GPU, device
 activities (kernels, memcpy, memset) belong to the step whose launch call carries the same
@@ -14,6 +14,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from suites.profiling.device_time import GPU, kernel_us, trace_mode
 from suites.profiling.op_kinds import is_cpu_kernel, is_launch_api
 from suites.profiling.trace_events import Event, Trace, TraceFormatError
 
@@ -115,7 +116,7 @@ def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
 def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = None) -> TraceAnalysis:
     """Metrics for every step; `label` names the record_function range around each call."""
     nest_cpu_events(trace)
-    mode = "cuda" if trace.has_device else "cpu"
+    mode = trace_mode(trace)
     device_by_corr: dict = defaultdict(list)
     for activity in trace.device:
         if activity.corr is not None:  # no id: it cannot be matched to a launch
@@ -130,9 +131,9 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
         ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
         runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, mode)
-        attributed += metrics.n_kernels if mode == "cuda" else 0
+        attributed += metrics.n_kernels if mode == GPU else 0
         steps.append(metrics)
-    unattributed = len(trace.device) - attributed if mode == "cuda" else 0
+    unattributed = len(trace.device) - attributed if mode == GPU else 0
     return TraceAnalysis(trace, mode, steps, max(0, unattributed))
 
 
@@ -165,7 +166,7 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
 
 def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics:
     delays: list[float] = []
-    if mode == "cuda":
+    if mode == GPU:
         kernels, delays = _device_work(runtime, device_by_corr)
         device_us = _union_us(kernels)
         # From the call's start until both its host code and its device work are done.
@@ -173,7 +174,7 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics
         last_end = max([call.end] + [k.end for k in kernels])
     else:
         kernels = [op for op in ops if is_cpu_kernel(op)]
-        device_us = sum(max(0.0, k.self_us) for k in kernels)
+        device_us = sum(kernel_us(k, gpu=False) for k in kernels)
         first_start, last_end = call.ts, call.end
     return StepMetrics(
         name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),

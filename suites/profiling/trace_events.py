@@ -57,10 +57,6 @@ class Trace:
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     n_events: int = 0
 
-    @property
-    def has_device(self) -> bool:
-        return bool(self.device)
-
 
 def _open_text(path: Path) -> IO[str]:
     with open(path, "rb") as raw:

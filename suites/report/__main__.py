@@ -6,11 +6,12 @@ from pathlib import Path
 from suites import cli
 from suites.errors import ConfigError
 from suites.report.build import write_report
+from suites.results.tables import MEASUREMENTS_CSV
 
 
 def _report(args) -> None:
-    if not (args.run_dir / "measurements.csv").is_file():
-        raise ConfigError(f"{args.run_dir}: no measurements.csv: not a run folder")
+    if not (args.run_dir / MEASUREMENTS_CSV).is_file():
+        raise ConfigError(f"{args.run_dir}: no {MEASUREMENTS_CSV}: not a run folder")
     print(write_report(args.run_dir))
 
 

@@ -8,22 +8,20 @@ from pathlib import Path
 import pandas as pd
 
 from kernels import registry
-from suites.catalog import get_suite
-
+from kernels.base import Op
+from suites.errors import ConfigError
 from suites.report import html_page as hp
-from suites.report.conventions import CONVENTIONS
+from suites.report.conventions import conventions_html
 from suites.report.narrative import case_lines, headline
 from suites.report.plots import write_plots
+from suites.results.columns import Status, headers
+from suites.results.tables import FINDINGS_CSV, read_measurements, with_columns
 
-RESULT_COLUMNS = {
-    "case_id": "case", "variant": "variant", "median_us": "median us", "p10_us": "p10",
-    "p90_us": "p90", "speedup": "speedup", "host_us": "host us", "device_us": "device us",
-    "exposed_overhead_us": "exposed overhead us", "n_kernels": "kernels", "launch_api_us": "launch us",
-    "tflops": "TFLOP/s", "gbps": "GB/s", "pct_peak": "% roofline", "bytes_moved": "bytes (model)",
-    "backend": "SDPA backend", "first_call_ms": "1st call ms",
-    "scaled_err": "error", "trace": "trace",
-}
-NOT_RUN_COLUMNS = {"case_id": "case", "variant": "variant", "status": "status", "reason": "reason"}
+RESULT_COLUMNS = headers([
+    "case_id", "variant", "median_us", "p10_us", "p90_us", "speedup", "host_us", "device_us",
+    "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "gbps", "pct_peak",
+    "bytes_moved", "backend", "first_call_ms", "scaled_err", "trace"])
+NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
 FINDING_COLUMNS = {"case_id": "case", "variant": "variant", "code": "code", "severity": "severity",
                    "statement": "statement", "evidence": "evidence"}
 
@@ -41,14 +39,14 @@ def _meta(env: dict) -> str:
         f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
 
 
-def _measured_section(suite, frame: pd.DataFrame) -> str:
+def _measured_section(op: Op, frame: pd.DataFrame) -> str:
     """The block, and each variant of the run with what it runs."""
     items = []
     for name in dict.fromkeys(frame["variant"]):
-        variant = registry.get_variant(suite.op, name)
+        variant = registry.get_variant(op.name, name)
         items.append(f"{name} ({variant.family}): {variant.description}")
     cases = frame["case_id"].nunique()
-    return (f"<p>{html.escape(suite.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
+    return (f"<p>{html.escape(op.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
 
 
 def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> str:
@@ -62,15 +60,17 @@ def write_report(run_dir: Path) -> Path:
     """Plots and report.html from a run folder's files, so a report can be rebuilt at any time:
     python -m suites.report <run folder>."""
     run_dir = Path(run_dir)
-    frame = pd.read_csv(run_dir / "measurements.csv")
-    findings = pd.read_csv(run_dir / "findings.csv")
+    frame = with_columns(read_measurements(run_dir), [*RESULT_COLUMNS, *NOT_RUN_COLUMNS])
+    findings = pd.read_csv(run_dir / FINDINGS_CSV)
     env = json.loads((run_dir / "env.json").read_text())
-    suite = get_suite(env["suite"])
-    op = registry.get_op(suite.op)
-    plots = write_plots(frame, suite.size_axis, list(op.params), op.baseline, run_dir / "plots")
-    ok, not_run = frame[frame["status"] == "ok"], frame[frame["status"] != "ok"]
+    try:
+        op = registry.get_op(env["suite"])
+    except registry.UnknownNameError as exc:
+        raise ConfigError(f"{run_dir}: {exc}") from None
+    plots = write_plots(frame, op.size_axis, list(op.params), op.baseline, run_dir / "plots")
+    ok, not_run = frame[frame["status"] == Status.OK], frame[frame["status"] != Status.OK]
     sections = [
-        ("What was measured", _measured_section(suite, frame)),
+        ("What was measured", _measured_section(op, frame)),
         ("What the profile says", _findings_section(frame, findings, op.baseline)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
         ("Results (status ok)", hp.table(ok, RESULT_COLUMNS, links={"trace": "Perfetto trace"})),
@@ -79,9 +79,9 @@ def write_report(run_dir: Path) -> Path:
          if len(not_run) else "<p>Every variant ran on every case.</p>"),
         ("All findings", hp.table(findings, FINDING_COLUMNS,
                                   left=("case_id", "variant", "code", "statement", "evidence"))),
-        ("How to read this report", CONVENTIONS),
+        ("How to read this report", conventions_html(op)),
     ]
-    title = f"fusebench: {suite.name} on {env.get('device')}"
+    title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"
     path.write_text(hp.page(title, sections, _meta(env)), encoding="utf-8")
     return path

@@ -1,41 +1,100 @@
-"""The metric conventions, stated once in every report (DESIGN.md section 4)."""
+"""How to read the numbers, generated from the code that makes them: the column meanings of
+suites/results/columns.py, with the facts they name filled in from where the code keeps them
+(launch APIs, error floors, each op's FLOP and byte formulas, the overhead threshold). The
+report's last section and the README's tables both come from here, so neither can drift.
+"""
+from __future__ import annotations
 
-CONVENTIONS = """<dl>
-<dt>median us, p10, p90</dt><dd>Timing pass, per call, never under the profiler. CUDA: the
-latency of one call started on an idle GPU, host work included: L2 flushed (cache=cold) and the
-queue drained before each call, CUDA events around it. CPU: perf_counter_ns around each call,
-with the thread count set explicitly and recorded. On a CPU, compile variants are built with
-Inductor's cpp.enable_kernel_profile, so their C++ kernels show up in the profile by name.</dd>
-<dt>1st call ms</dt><dd>Wall time of the first call: compilation, autotuning, JIT and cold caches.
-For compile variants, compile_ms in measurements.csv is that minus one warm call.</dd>
-<dt>host us</dt><dd>CPU span of the call's record_function range in the profiled run.</dd>
-<dt>device us</dt><dd>CUDA: union of the kernel, memcpy and memset intervals launched in the step
-(matched by correlation id). CPU: self time of the ops that compute (aten ops that are neither
-metadata-only nor dispatch wrappers, and Inductor's cpp_fused kernels).</dd>
-<dt>exposed overhead us</dt><dd>Time per call the device does no work for the call (Python,
-dispatch, launches). CUDA: max(0, median - device us). CPU: median x (1 - device us / host us),
-because the profiler adds a microsecond or two to every op and would swamp a small call; the
-profiled share of compute is applied to the unprofiled median.</dd>
-<dt>kernels</dt><dd>Device activities per call (kernels + memcpy + memset), not launch calls; on
-a CPU, compute ops per call.</dd>
-<dt>launch us</dt><dd>Sum of launch-call durations per call (cudaLaunchKernel, cudaLaunchKernelExC,
-cuLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, cudaMemcpyAsync, cudaMemsetAsync).</dd>
-<dt>TFLOP/s, GB/s</dt><dd>From the median time and the op's model (kernels/&lt;op&gt;.py): matmul+bias
-2MNK + MN; linear 2·T·IN·OUT + T·OUT; GeGLU MLP 6·T·D·I; causal attention 4·B·H·S²·D × 0.5;
-block QKV 6·T·D² + attention 2·B·H·S²·(D/H) + Wo 2·T·D² + MLP 6·T·D·I. Bytes = every input read
-once and the output written once; "bytes (model)" adds the intermediates each form writes and
-reads back, where the op models them.</dd>
-<dt>% roofline</dt><dd>Achieved FLOP/s over min(peak FLOP/s, intensity x peak bandwidth), both
-peaks measured on this machine at the start of the run (env.json).</dd>
-<dt>speedup</dt><dd>Baseline median / variant median, same case.</dd>
-<dt>error</dt><dd>Against a float64 reference on fresh random inputs: per output row,
-max |out - ref| / max |ref| of the row; the worst row counts. A variant passes if this is at
-most 2x the baseline's error in the same dtype plus a dtype floor (fp32 1e-5, fp16 1e-3,
-bf16 8e-3).</dd>
-<dt>overhead-bound</dt><dd>The device (on CPU: the compute ops) is busy less than half of the
-profiled call, from its start until its host code and device work are both done. Otherwise
-compute-bound or memory-bound by the roofline: the op's FLOP per byte against the measured
-ridge point (peak FLOP/s / peak bandwidth).</dd>
-</dl>
-<p>Traces (<code>traces/*.json.gz</code>) open in <a href="https://ui.perfetto.dev">ui.perfetto.dev</a>
-or chrome://tracing; the key_averages tables are in <code>tables/</code>.</p>"""
+import html
+
+from kernels import registry
+from kernels.base import DTYPE_SHORT, Op
+from suites.harness.correctness import BASELINE_BOUND, FLOOR
+from suites.profiling.device_time import OVERHEAD_BUSY
+from suites.profiling.op_kinds import LAUNCH_APIS
+from suites.results.columns import MEASUREMENTS, STATUS_MEANING, column
+
+# The columns the report's results table shows, in its order, and the models behind them.
+REPORT_COLUMNS = ("median_us", "p10_us", "p90_us", "speedup", "host_us", "device_us",
+                  "exposed_overhead_us", "n_kernels", "launch_api_us", "flops", "bytes", "tflops",
+                  "gbps", "pct_peak", "bytes_moved", "backend", "first_call_ms", "scaled_err",
+                  "tolerance", "status")
+
+
+def _per_dtype(values: dict) -> str:
+    return ", ".join(f"{DTYPE_SHORT.get(d, d)} {v:g}" for d, v in values.items())
+
+
+def facts(op: Op | None = None) -> dict[str, str]:
+    """What the column meanings name in braces. `op`: the one op of a run report, or None for
+    every op (the README)."""
+    return {
+        "statuses": "; ".join(f"{s.value}: {m}" for s, m in STATUS_MEANING.items()),
+        "launch_apis": ", ".join(sorted(LAUNCH_APIS)),
+        "error_floors": _per_dtype(FLOOR),
+        "baseline_bounds": _per_dtype(BASELINE_BOUND),
+        "flop_models": op.flops_formula.text if op else "each op's formula: the table below",
+        "byte_models": op.bytes_formula.text if op else "each op's formula: the table below",
+    }
+
+
+def meaning(name: str, op: Op | None = None) -> str:
+    return column(name).meaning.format(**facts(op))
+
+
+def rules() -> list[str]:
+    """The judgements the findings make, with their thresholds."""
+    return [
+        f"Overhead-bound: the device (on a CPU: the compute ops) is busy less than "
+        f"{OVERHEAD_BUSY:.0%} of the profiled call, from its start until its host code and device "
+        "work are both done. Otherwise compute-bound or memory-bound by the roofline: the op's "
+        "FLOP per byte against the measured ridge point (peak FLOP/s / peak bandwidth).",
+        "On a CPU, compile variants are built with Inductor's cpp.enable_kernel_profile, so their "
+        "C++ kernels show up in the profile by name.",
+    ]
+
+
+def conventions_html(op: Op) -> str:
+    items = []
+    for name in REPORT_COLUMNS:
+        c = column(name)
+        unit = f" ({c.unit})" if c.unit and not c.header.endswith(c.unit) else ""
+        items.append(f"<dt>{html.escape(c.header)}{html.escape(unit)}</dt>"
+                     f"<dd>{html.escape(meaning(name, op))}</dd>")
+    paragraphs = "".join(f"<p>{html.escape(r)}</p>" for r in rules())
+    return (f"<p>Times are per call in microseconds; {html.escape(op.name)}'s parameters: "
+            f"{html.escape(', '.join(op.params))}.</p><dl>{''.join(items)}</dl>{paragraphs}"
+            "<p>Every column of measurements.csv is described in the README. Traces "
+            "(<code>traces/*.json.gz</code>) open in "
+            '<a href="https://ui.perfetto.dev">ui.perfetto.dev</a> or chrome://tracing; the '
+            "key_averages tables are in <code>tables/</code>.</p>")
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def columns_markdown() -> str:
+    """README: every column of measurements.csv."""
+    lines = ["| column | unit | meaning |", "|---|---|---|"]
+    for c in MEASUREMENTS:
+        lines.append(f"| `{c.name}` | {c.unit} | {_md(meaning(c.name))} |")
+        if c.name == "device":
+            lines.append("| (one per parameter) | | the case's parameters, e.g. `M`, `N`, `K`; a "
+                         "size, or a categorical choice such as `norm` |")
+    return "\n".join(lines)
+
+
+def models_markdown() -> str:
+    """README: each op's FLOP and ideal-byte formulas, as the code computes them."""
+    lines = ["| suite | parameters | FLOPs per call | ideal bytes per call |", "|---|---|---|---|"]
+    for op in registry.ops():
+        params = ", ".join(f"{p} ({'/'.join(op.choices[p])})" if p in op.choices else p
+                           for p in op.params)
+        lines.append(f"| `{op.name}` | {params} | {_md(op.flops_formula.text)} | "
+                     f"{_md(op.bytes_formula.text)} |")
+    return "\n".join(lines)
+
+
+def rules_markdown() -> str:
+    return "\n".join(f"- {r}" for r in rules())

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from suites.report.narrative import fmt
+from suites.results.columns import Status
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;
@@ -47,7 +48,7 @@ def table(frame: pd.DataFrame, columns: dict[str, str], left=("case_id", "varian
                 text = f'<a href="{html.escape(value)}">{html.escape(links[column])}</a>'
             cls = "l" if column in left else ""
             cells.append(f'<td class="{cls}">{text}</td>')
-        status = row.get("status", "ok")
+        status = row.get("status", Status.OK)
         body.append(f'<tr class="{html.escape(str(status))}">{"".join(cells)}</tr>')
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 

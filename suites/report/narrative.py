@@ -7,9 +7,8 @@ import math
 
 import pandas as pd
 
-BOUND_CODES = ("overhead_bound", "compute_bound", "memory_bound")
-CHANGE_CODES = ("dispatcher_fusion", "no_dispatcher_fusion", "kernels_fell", "kernels_rose",
-                "hidden_copy")
+from suites.findings.codes import BOUND_CODES, CHANGE_CODES
+from suites.results.columns import Status
 
 
 def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str | None:
@@ -19,7 +18,7 @@ def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str
 
 
 def _fastest(rows: pd.DataFrame) -> str:
-    ok = rows[(rows["status"] == "ok") & rows["median_us"].notna()]
+    ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
     if ok.empty:
         return "no variant ran"
     best = ok.loc[ok["median_us"].idxmin()]
@@ -65,7 +64,7 @@ def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> li
 def headline(frame: pd.DataFrame, baseline: str) -> list[str]:
     """A few sentences over the whole sweep: the best speedup per variant and where it happened."""
     lines = []
-    ok = frame[(frame["status"] == "ok") & (frame["variant"] != baseline)]
+    ok = frame[(frame["status"] == Status.OK) & (frame["variant"] != baseline)]
     for variant, rows in ok.groupby("variant", sort=False):
         rows = rows[rows["speedup"].notna()]
         if rows.empty:

@@ -2,6 +2,7 @@
 time goes (device work vs exposed overhead), and kernels per call."""
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +13,7 @@ from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from kernels.base import DTYPE_SHORT  # noqa: E402
+from suites.results.columns import Status  # noqa: E402
 
 
 def series_label(frame: pd.DataFrame, size_axis: str, params: list[str]):
@@ -21,10 +23,15 @@ def series_label(frame: pd.DataFrame, size_axis: str, params: list[str]):
     others = [p for p in params if p != size_axis and (per_size[p].nunique() > 1).any()]
 
     def label(row) -> str:
-        extra = " ".join(f"{p}={int(row[p])}" for p in others)
+        extra = " ".join(f"{p}={_param(row[p])}" for p in others)
         return f"{row['variant']} {extra}".strip()
 
     return label
+
+
+def _param(value) -> str:
+    """A size as an integer (pandas reads a column with gaps as floats), a choice as itself."""
+    return str(int(value)) if isinstance(value, numbers.Real) else str(value)
 
 
 def _panels(frame: pd.DataFrame, title: str, height: float = 4.0):
@@ -127,7 +134,7 @@ def kernels_per_call(frame, size_axis, path: Path) -> Path:
 
 def write_plots(frame: pd.DataFrame, size_axis: str, params: list[str], baseline: str,
                 out_dir: Path) -> list[Path]:
-    ok = frame[frame["status"] == "ok"]
+    ok = frame[frame["status"] == Status.OK]
     if ok.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)

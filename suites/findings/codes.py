@@ -1,0 +1,44 @@
+"""Finding codes and severities: the names detectors emit, the narrative groups and
+findings.csv holds. One definition each, so a renamed code cannot leave a reader behind."""
+from enum import StrEnum
+
+
+class Code(StrEnum):
+    # where a call's time goes (bounds.py)
+    OVERHEAD_BOUND = "overhead_bound"
+    COMPUTE_BOUND = "compute_bound"
+    MEMORY_BOUND = "memory_bound"
+    # what fused against the baseline (fusion.py, copies.py)
+    DISPATCHER_FUSION = "dispatcher_fusion"
+    NO_DISPATCHER_FUSION = "no_dispatcher_fusion"
+    KERNELS_FELL = "kernels_fell"
+    KERNELS_ROSE = "kernels_rose"
+    HIDDEN_COPY = "hidden_copy"
+    # which kernels ran (kernels.py)
+    METADATA_OPS = "metadata_ops"
+    TENSOR_CORES_UNUSED = "tensor_cores_unused"
+    SDPA_BACKEND = "sdpa_backend"
+    INDUCTOR_KERNELS = "inductor_kernels"
+    # torch.compile's own cost (compiled.py)
+    COMPILE_HOST_OVERHEAD = "compile_host_overhead"
+    RECOMPILE = "recompile"
+    # time across steps (timeline.py)
+    COLD_START = "cold_start"
+    LATE_FIRST_OP = "late_first_op"
+    KERNEL_VARIANCE = "kernel_variance"
+    QUEUE_FULL = "queue_full"
+    QUEUE_EMPTY = "queue_empty"
+    # timing (noise.py)
+    NOISY_TIMING = "noisy_timing"
+
+
+class Severity(StrEnum):
+    INFO = "info"  # how it is
+    NOTICE = "notice"  # worth knowing
+    WARNING = "warning"  # costs time, or a number is not to be trusted
+
+
+BOUND_CODES = (Code.OVERHEAD_BOUND, Code.COMPUTE_BOUND, Code.MEMORY_BOUND)
+# What a variant changed against the baseline, in the order the report states it.
+CHANGE_CODES = (Code.DISPATCHER_FUSION, Code.NO_DISPATCHER_FUSION, Code.KERNELS_FELL,
+                Code.KERNELS_ROSE, Code.HIDDEN_COPY)

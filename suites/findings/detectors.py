@@ -1,0 +1,38 @@
+"""The detectors, listed in the order their findings are reported, and how a run uses them."""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from suites.findings import bounds, compiled, copies, fusion, kernels, noise, timeline
+from suites.findings.core import Finding, FindingContext
+from suites.profiling.call_profile import CallProfile
+from suites.results.row import ResultRow
+
+Detector = Callable[[FindingContext], Iterable[Finding]]
+
+DETECTORS: tuple[Detector, ...] = (
+    bounds.bound,
+    compiled.compile_host_overhead, compiled.recompile,
+    copies.hidden_copy,
+    fusion.dispatcher_fusion, fusion.kernels_per_call,
+    kernels.metadata_ops, kernels.tensor_cores_unused, kernels.sdpa_backend,
+    kernels.inductor_kernels,
+    noise.noisy_timing,
+    timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,
+)
+
+
+def run_detectors(ctx: FindingContext) -> list[Finding]:
+    return [finding for detect in DETECTORS for finding in detect(ctx)]
+
+
+def find_all(row: ResultRow, profile: CallProfile | None, baseline_row: ResultRow | None,
+             baseline_profile: CallProfile | None) -> list[dict]:
+    """Findings of one suite row, as findings.csv rows (only rows that ran have a profile)."""
+    if not row.ok or profile is None:
+        return []
+    own = baseline_row is row
+    ctx = FindingContext(profile=profile, row=row,
+                         baseline_row=None if own else baseline_row,
+                         baseline_profile=None if own else baseline_profile, dtype=row.dtype)
+    return [f.as_row() for f in run_detectors(ctx)]

@@ -1,0 +1,73 @@
+"""What a row derives from its parts and the other rows: the cost model of its case, throughput
+and roofline share, exposed overhead, compile cost, and the speedup over the baseline.
+
+`pct_peak` is the achieved FLOP/s over what the roofline allows at this arithmetic intensity,
+min(peak FLOP/s, intensity x peak bandwidth), with both peaks measured on this machine
+(env.json).
+"""
+from __future__ import annotations
+
+import math
+
+from kernels.base import Case, Op, Variant
+from suites.profiling.device_time import on_gpu
+from suites.results.row import NAN, ResultRow, Roofline
+
+
+def new_row(suite: str, case: Case, variant: Variant, op: Op, threads: int) -> ResultRow:
+    """The row of one (case, variant) before it runs: its identity and the op's cost model."""
+    flops, nbytes = op.flops(case), op.bytes_ideal(case)
+    roofline = Roofline(flops=flops, bytes=nbytes, bytes_unfused=op.bytes_unfused(case),
+                        bytes_moved=op.bytes_moved(case, variant.name), intensity=flops / nbytes)
+    return ResultRow(suite=suite, op=case.op, case_id=case.id, variant=variant.name,
+                     family=variant.family, dtype=case.dtype, device=case.device,
+                     params=case.sizes, roofline=roofline, threads=threads)
+
+
+def _roofline(row: ResultRow, peaks: dict | None) -> None:
+    median = row.value("median_us")
+    if not median or math.isnan(median):
+        return
+    r = row.roofline
+    seconds = median * 1e-6
+    r.tflops = r.flops / seconds / 1e12
+    r.gbps = r.bytes / seconds / 1e9
+    if not peaks:
+        return
+    peak_tflops = peaks["matmul_tflops"].get(row.dtype, NAN)
+    memory_tflops = r.intensity * peaks["copy_gbps"] / 1e3
+    r.pct_peak = 100.0 * r.tflops / min(peak_tflops, memory_tflops)
+    r.roofline_bound = "compute" if memory_tflops >= peak_tflops else "memory"
+
+
+def exposed_overhead_us(row: ResultRow) -> float:
+    """Time per call in which the device does no work for the call.
+
+    GPU: median - device time (CUPTI's kernel timestamps are not slowed by the profiler).
+    CPU: the profiler adds a microsecond or two to every op, which would swamp a 10 us call, so
+    the profiled share of compute, device_us / host_us, is applied to the unprofiled median.
+    """
+    median, device, host = (row.value(k) for k in ("median_us", "device_us", "host_us"))
+    if any(math.isnan(v) for v in (median, device, host)):
+        return NAN
+    if on_gpu(row.device):
+        return max(0.0, median - device)
+    return median * max(0.0, 1.0 - device / host) if host > 0 else NAN
+
+
+def derive(row: ResultRow, peaks: dict | None) -> None:
+    """Throughput, roofline share, exposed overhead and compile cost of one row, in place (the
+    findings read them, so they are set before the findings run)."""
+    _roofline(row, peaks)
+    row.exposed_overhead_us = exposed_overhead_us(row)
+    median = row.value("median_us")
+    if row.family == "compile" and not math.isnan(row.first_call_ms) and not math.isnan(median):
+        row.compile_ms = max(0.0, row.first_call_ms - median / 1e3)
+
+
+def add_speedups(rows: list[ResultRow], baseline: str) -> None:
+    """Baseline median / variant median for the same case, in place."""
+    base_median = {r.case_id: r.value("median_us") for r in rows if r.variant == baseline}
+    for row in rows:
+        median = row.value("median_us")
+        row.speedup = base_median.get(row.case_id, NAN) / median if median else NAN

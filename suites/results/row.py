@@ -1,0 +1,151 @@
+"""The typed result row the runner fills: one per (case, variant), whatever happened.
+
+Each pass of the harness fills its own part (timing, check, profile, roofline); the row's own
+fields say what happened and what is derived across parts. `record()` flattens a row into the
+columns of measurements.csv (suites/results/columns.py decides which part holds which column),
+`from_record()` reads one back, so the CSV and the objects cannot disagree on a name.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, dataclass, fields
+from typing import Mapping
+
+from kernels.base import Value
+from suites.results.columns import LEADING, METRICS, NUMBER, Status, column
+
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """The timing pass: a summary of the raw samples (samples.csv holds them all)."""
+
+    n_samples: int
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    iqr_rel: float
+    cache: str = "n/a"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The correctness pass: errors against the float64 reference and the bound they had."""
+
+    max_abs_err: float
+    rel_err: float
+    scaled_err: float
+    tolerance: float
+    problem: str = ""  # why the check failed; empty when it passed (not a column: status says)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problem
+
+
+@dataclass(frozen=True)
+class ProfileStats:
+    """The profiling pass: medians over the profiled calls, and where their files are."""
+
+    host_us: float = NAN
+    device_us: float = NAN
+    idle_frac: float = NAN
+    n_kernels: float = NAN
+    launch_api_us: float = NAN
+    launch_delay_us: float = NAN
+    n_cpu_ops: float = NAN
+    backend: str | None = None
+    trace: str | None = None
+    table: str | None = None
+
+
+@dataclass
+class Roofline:
+    """The op's cost model for the case, and what the median achieved against it."""
+
+    flops: float
+    bytes: float
+    bytes_unfused: float | None = None
+    bytes_moved: float | None = None
+    intensity: float = NAN
+    tflops: float = NAN
+    gbps: float = NAN
+    pct_peak: float = NAN
+    roofline_bound: str | None = None
+
+
+PARTS = {"timing": TimingStats, "check": Check, "profile": ProfileStats, "roofline": Roofline}
+
+
+@dataclass
+class ResultRow:
+    suite: str
+    op: str
+    case_id: str
+    variant: str
+    family: str
+    dtype: str
+    device: str
+    params: dict[str, Value]
+    roofline: Roofline
+    status: Status = Status.OK
+    reason: str = ""
+    threads: int | None = None
+    first_call_ms: float = NAN
+    compile_ms: float = NAN
+    compile_cache: str | None = None
+    speedup: float = NAN
+    exposed_overhead_us: float = NAN
+    timing: TimingStats | None = None
+    check: Check | None = None
+    profile: ProfileStats | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+    def value(self, name: str):
+        """Any column's value by name (a typo is an error); NaN or None where it is not set."""
+        spec = column(name)
+        holder = getattr(self, spec.part) if spec.part else self
+        value = getattr(holder, name) if holder is not None else None
+        if value is None and spec.kind == NUMBER:
+            return NAN
+        return value
+
+    def record(self) -> dict:
+        """The row as measurements.csv holds it: identity, parameters, then the metrics."""
+        out = {c.name: self.value(c.name) for c in LEADING}
+        out.update(self.params)
+        out.update({c.name: self.value(c.name) for c in METRICS})
+        out["status"] = str(self.status)
+        return out
+
+    @classmethod
+    def from_record(cls, record: Mapping, params=()) -> "ResultRow":
+        """A row from a record (a CSV row, or a partial dict in tests): missing values are
+        NaN or None, a part with no value at all is None."""
+        def get(name):
+            value = record.get(name)
+            return None if isinstance(value, float) and math.isnan(value) else value
+
+        parts = {}
+        for part, kind in PARTS.items():
+            values = {f.name: get(f.name) for f in fields(kind) if f.name in record}
+            given = {k: v for k, v in values.items() if v is not None}
+            if given or part == "roofline":
+                parts[part] = kind(**{**_defaults(kind), **given})
+        own = {f.name for f in fields(cls)} - set(PARTS) - {"params", "status"}
+        row = {name: get(name) for name in own if get(name) is not None}
+        return cls(**{**_defaults(cls, exclude=("params", *PARTS)), **row},
+                   params={p: record[p] for p in params},
+                   status=Status(get("status") or Status.OK), **parts)
+
+
+def _defaults(kind, exclude=()) -> dict:
+    """Placeholders for the fields without a default that a partial record lacks."""
+    return {f.name: NAN if f.type in ("float", "int") else ("" if f.type == "str" else None)
+            for f in fields(kind)
+            if f.default is MISSING and f.default_factory is MISSING and f.name not in exclude}

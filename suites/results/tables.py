@@ -1,0 +1,79 @@
+"""The run tables on disk: measurements.csv, kernels.csv, samples.csv and findings.csv written
+from typed rows, and measurements.csv read back, checked against the schema and typed."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from suites.errors import ConfigError
+from suites.results.columns import (FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING, MEASUREMENTS,
+                                    METRICS, NUMBER, SAMPLE_COLUMNS, Status, column, numeric)
+from suites.results.row import ResultRow
+
+MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, FINDINGS_CSV = (
+    "measurements.csv", "kernels.csv", "samples.csv", "findings.csv")
+CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
+_SCHEMA = {c.name for c in MEASUREMENTS}
+
+
+def measurements_frame(rows: Sequence[ResultRow]) -> pd.DataFrame:
+    """One row per ResultRow: identity, every parameter any row has (in first-seen order), then
+    every metric, present or not."""
+    params = list(dict.fromkeys(p for row in rows for p in row.params))
+    columns = [c.name for c in LEADING] + params + [c.name for c in METRICS]
+    return pd.DataFrame([row.record() for row in rows], columns=columns)
+
+
+def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
+                 finding_rows) -> pd.DataFrame:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = measurements_frame(rows)
+    frame.to_csv(out_dir / MEASUREMENTS_CSV, index=False)
+    for name, columns, records in ((KERNELS_CSV, KERNEL_COLUMNS, kernel_rows),
+                                   (SAMPLES_CSV, SAMPLE_COLUMNS, sample_rows),
+                                   (FINDINGS_CSV, FINDING_COLUMNS, finding_rows)):
+        pd.DataFrame(records, columns=list(columns)).to_csv(out_dir / name, index=False)
+    return frame
+
+
+def param_columns(frame: pd.DataFrame) -> list[str]:
+    """The op's parameter columns: the writer puts them between the identity and the metrics;
+    any column the schema does not know is taken for one."""
+    return [c for c in frame.columns if c not in _SCHEMA]
+
+
+def read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFrame:
+    """measurements.csv of a run folder, which must hold KEY, `status` and `required`, with
+    known statuses; numeric columns as numbers (a value that is not one becomes NaN)."""
+    file = Path(folder) / MEASUREMENTS_CSV
+    try:
+        frame = pd.read_csv(file)
+    except CSV_ERRORS as exc:
+        raise ConfigError(f"{file}: not a readable CSV ({exc})") from None
+    wanted = list(dict.fromkeys([*KEY, "status", *required]))
+    missing = [c for c in wanted if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"{file}: missing column(s) {', '.join(missing)}")
+    unknown = sorted(set(frame["status"].astype(str)) - {s.value for s in Status})
+    if unknown:
+        raise ConfigError(f"{file}: unknown status value(s) {', '.join(unknown)}; accepted: "
+                          f"{', '.join(s.value for s in Status)}")
+    for name in numeric(frame.columns):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
+    # Empty for ok rows (and absent in the oldest runs): "" rather than NaN, so it reads as text.
+    reasons = frame["reason"] if "reason" in frame else [None] * len(frame)
+    frame["reason"] = ["" if pd.isna(v) else str(v) for v in reasons]
+    return frame
+
+
+def with_columns(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    """`frame` with every column in `names`: where a run did not write one (an older version's
+    run), NaN for a number, "" for the reason, None for other text."""
+    def empty(name):
+        if name in _SCHEMA and column(name).kind == NUMBER:
+            return float("nan")
+        return "" if name == "reason" else None
+
+    return frame.assign(**{n: empty(n) for n in names if n not in frame.columns})

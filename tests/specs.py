@@ -1,0 +1,28 @@
+"""Run specs for tests that drive the harness directly: one case, quick timing, no calibration."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kernels import registry
+from kernels.base import Case
+from suites.harness.timing import TimingSpec
+from suites.profiling.capture import ProfileSpec
+from suites.spec import RunSpec, SuiteSpec
+
+QUICK = TimingSpec("test", budget_s=0.01, min_samples=3, max_samples=50, warmup_calls=1,
+                   compile_warmup_calls=1, l2_flush=False, threads=torch.get_num_threads())
+NO_PROFILE = ProfileSpec(False, 0, 1, 2, False, 10)
+PROFILE = ProfileSpec(True, 0, 1, 2, False, 10)
+
+
+def run_spec(out_dir: Path, case: Case, variants=None, timing: TimingSpec = QUICK,
+             profile: ProfileSpec = NO_PROFILE, calibrate: bool = False) -> RunSpec:
+    """A spec whose suite is `case` alone, with the op's baseline first."""
+    op = registry.get_op(case.op)
+    variants = tuple(dict.fromkeys([op.baseline, *(variants or ())]))
+    suite = SuiteSpec(op.name, op.name, op.size_axis, (case.params,), (case.dtype,), variants,
+                      op.baseline)
+    return RunSpec(suite, case.device, timing, profile, seed=case.seed, calibrate=calibrate,
+                   progress=False, out_dir=Path(out_dir))

@@ -1,0 +1,95 @@
+"""The results schema: every column once, each in exactly one part of the typed row; rows go
+to measurements.csv and come back unchanged; the docs are generated from it."""
+import math
+from dataclasses import fields
+
+import pandas as pd
+import pytest
+
+from kernels import registry
+from suites.errors import ConfigError
+from suites.profiling.op_kinds import LAUNCH_APIS
+from suites.report import readme
+from suites.report.conventions import conventions_html
+from suites.results.columns import MEASUREMENTS, Status, column, headers
+from suites.results.row import PARTS, Check, ProfileStats, ResultRow, Roofline, TimingStats
+from suites.results.tables import measurements_frame, read_measurements
+
+NOT_COLUMNS = {"params", "problem"} | set(PARTS)  # a part, the params dict, Check's reason
+
+
+def test_every_column_is_a_field_of_exactly_its_part_and_back():
+    names = [c.name for c in MEASUREMENTS]
+    assert len(names) == len(set(names))
+    for c in MEASUREMENTS:
+        holder = PARTS[c.part] if c.part else ResultRow
+        assert c.name in {f.name for f in fields(holder)}, c.name
+    for part, kind in {"": ResultRow, **PARTS}.items():
+        for f in fields(kind):
+            if f.name not in NOT_COLUMNS:
+                assert column(f.name).part == part, f.name
+
+
+def _full_row() -> ResultRow:
+    return ResultRow(
+        suite="norm", op="norm", case_id="T8-D4-rms-fp32", variant="triton", family="triton",
+        dtype="float32", device="cpu", params={"T": 8, "D": 4, "norm": "rms"},
+        roofline=Roofline(128.0, 160.0, None, 160.0, 0.8, 1e-6, 2e-6, 3.0, "memory"),
+        status=Status.OK, reason="", threads=2, first_call_ms=12.5, compile_ms=math.nan,
+        compile_cache=None, speedup=1.5, exposed_overhead_us=0.5,
+        timing=TimingStats(10, 2.0, 1.5, 3.0, 1.0, 0.25, "n/a"),
+        check=Check(1e-7, 1e-8, 2e-7, 1e-5),
+        profile=ProfileStats(5.0, 4.0, 0.2, 1.0, math.nan, math.nan, 3.0, None, "t.json.gz", "t.txt"))
+
+
+def test_a_row_survives_the_csv(tmp_path):
+    row = _full_row()
+    measurements_frame([row]).to_csv(tmp_path / "measurements.csv", index=False)
+    frame = read_measurements(tmp_path)
+    assert list(frame.columns[:10]) == ["suite", "op", "case_id", "variant", "family", "dtype",
+                                        "device", "T", "D", "norm"]
+    back = ResultRow.from_record(frame.iloc[0].to_dict(), params=["T", "D", "norm"])
+    assert back.record().keys() == row.record().keys()
+    for name, value in row.record().items():
+        got = back.record()[name]
+        assert got == value or (pd.isna(got) and pd.isna(value)), name
+
+
+def test_reading_checks_the_schema(tmp_path):
+    pd.DataFrame([{"suite": "s", "case_id": "c", "variant": "v", "status": "done",
+                   "median_us": "12"}]).to_csv(tmp_path / "measurements.csv", index=False)
+    with pytest.raises(ConfigError, match="unknown status value\\(s\\) done; accepted: ok, skipped"):
+        read_measurements(tmp_path)
+    pd.DataFrame([{"suite": "s", "case_id": "c", "variant": "v", "status": "ok",
+                   "median_us": "fast"}]).to_csv(tmp_path / "measurements.csv", index=False)
+    frame = read_measurements(tmp_path)
+    assert math.isnan(frame["median_us"].iloc[0]) and frame["reason"].iloc[0] == ""
+    pd.DataFrame([{"suite": "s", "variant": "v"}]).to_csv(tmp_path / "measurements.csv", index=False)
+    with pytest.raises(ConfigError, match="missing column\\(s\\) case_id, status"):
+        read_measurements(tmp_path)
+
+
+def test_a_view_naming_a_column_the_schema_lacks_fails():
+    assert headers(["median_us", "n_kernels"]) == {"median_us": "median us", "n_kernels": "kernels"}
+    with pytest.raises(KeyError, match="'median' is not a column"):
+        headers(["median"])
+    with pytest.raises(KeyError):
+        _full_row().value("medain_us")
+
+
+def test_readme_tables_are_generated_from_the_code():
+    assert readme.main(["--check"]) == 0, "run: python -m suites.report.readme"
+    text = readme.README.read_text()
+    for op in registry.ops():
+        assert op.flops_formula.text in text and op.bytes_formula.text in text
+    assert all(api in text for api in LAUNCH_APIS)
+
+
+def test_report_conventions_state_the_code_s_own_facts(monkeypatch):
+    op = registry.get_op("attention")
+    page = conventions_html(op)
+    assert "4·B·H·S²·D / 2" in page and all(api in page for api in LAUNCH_APIS)
+    assert "fp32 1e-05, fp16 0.001, bf16 0.008" in page
+    from suites.harness import correctness
+    monkeypatch.setitem(correctness.FLOOR, "float32", 3e-5)  # change the code, the text follows
+    assert "fp32 3e-05" in conventions_html(op)

@@ -1,0 +1,36 @@
+"""One suite table: each suite is its op (kernels/<name>.py) and its conf/suite/<name>.yaml,
+nothing else to keep in step. A YAML without an op, or an op without a YAML, fails here."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kernels import registry
+from suites.cli_checks import group_choices
+from suites.errors import ConfigError
+from suites.suite_table import CONF_DIR, get_suite, suite_names, suites
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def test_every_suite_yaml_has_a_registered_op():
+    for path in sorted(CONF_DIR.glob("*.yaml")):
+        assert path.stem in registry.op_names(), f"{path.name}: no op named {path.stem!r}"
+        assert yaml.safe_load(path.read_text())["name"] == path.stem, path.name
+
+
+def test_every_op_has_a_suite_yaml():
+    for suite in suites():
+        assert suite.conf.is_file(), f"op {suite.name!r} has no {suite.conf}"
+
+
+def test_the_command_line_accepts_exactly_the_suites():
+    assert sorted(group_choices(CONF, "suite")) == sorted(suite_names())
+
+
+def test_suites_are_in_ladder_order_and_unknown_ones_list_the_known():
+    assert suite_names()[:4] == ["matmul_add", "linear", "mlp", "attention"]
+    assert suite_names()[-1] == "block"
+    assert get_suite("norm").op.size_axis == "T"
+    with pytest.raises(ConfigError, match="suite=nope: unknown suite; accepted: matmul_add, linear"):
+        get_suite("nope")
