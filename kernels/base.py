@@ -29,6 +29,17 @@ Call = Callable[[], torch.Tensor]
 Value = int | str  # a parameter: a size, or one of a categorical parameter's choices
 
 
+def as_value(value) -> Value:
+    """A parameter's value as a Case holds it: a choice as is, a size as an int (a CSV column
+    with gaps reads back as floats)."""
+    return value if isinstance(value, str) else int(value)
+
+
+def params_id(params) -> str:
+    """`M1024-N1024-K1024`, `T1024-D768-rms`: (name, value) pairs as case ids write them."""
+    return "-".join(v if isinstance(v, str) else f"{k}{int(v)}" for k, v in params)
+
+
 @dataclass(frozen=True)
 class Case:
     """One point of an op's input space: named parameters, a dtype and a device."""
@@ -41,8 +52,7 @@ class Case:
 
     @classmethod
     def make(cls, op: str, params: Mapping[str, Value], dtype: str, device: str, seed: int = 0):
-        return cls(op, tuple((k, v if isinstance(v, str) else int(v)) for k, v in params.items()),
-                   dtype, device, seed)
+        return cls(op, tuple((k, as_value(v)) for k, v in params.items()), dtype, device, seed)
 
     def __getitem__(self, name: str) -> Value:
         for key, value in self.params:
@@ -51,7 +61,8 @@ class Case:
         raise KeyError(f"case {self.id} has no parameter {name!r}")
 
     @property
-    def sizes(self) -> dict[str, Value]:
+    def values(self) -> dict[str, Value]:
+        """Parameter name -> value (a size, or a categorical choice)."""
         return dict(self.params)
 
     @property
@@ -65,8 +76,7 @@ class Case:
     @property
     def id(self) -> str:
         """Stable, readable, file-name safe: `M1024-N1024-K1024-bf16`, `T1024-D768-rms-fp32`."""
-        parts = [v if isinstance(v, str) else f"{k}{v}" for k, v in self.params]
-        return "-".join(parts + [DTYPE_SHORT[self.dtype]])
+        return f"{params_id(self.params)}-{DTYPE_SHORT[self.dtype]}"
 
 
 class Op:
@@ -97,7 +107,7 @@ class Op:
         raise NotImplementedError
 
     def _values(self, case: Case) -> dict[str, Value]:
-        return {**case.sizes, "itemsize": case.torch_dtype.itemsize}
+        return {**case.values, "itemsize": case.torch_dtype.itemsize}
 
     def flops(self, case: Case) -> float:
         return self.flops_formula.evaluate(self._values(case))

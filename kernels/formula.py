@@ -19,6 +19,18 @@ _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Compare, ast.
             ast.Eq, ast.NotEq)
 
 
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _pairs(node: ast.Compare):
+    """Both orders of each comparison: `norm == 'rms'` and `'rms' == norm`."""
+    left = node.left
+    for right in node.comparators:
+        yield left, right
+        yield right, left
+        left = right
+
+
 class Formula:
     def __init__(self, expression: str, names: tuple[str, ...] | None = None):
         self.expression = expression
@@ -27,6 +39,12 @@ class Formula:
             if not isinstance(node, _ALLOWED):
                 raise ValueError(f"formula {expression!r}: {type(node).__name__} is not allowed")
         self.names = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+        # (name, text) of every `name == 'text'` test: the caller checks the text is a choice,
+        # since a misspelt one would silently take the other branch.
+        self.compared = frozenset(
+            (side.id, other.value) for node in ast.walk(tree) if isinstance(node, ast.Compare)
+            for side, other in _pairs(node) if isinstance(side, ast.Name)
+            and isinstance(other, ast.Constant) and isinstance(other.value, str))
         if names is not None and not self.names <= set(names):
             unknown = sorted(self.names - set(names))
             raise ValueError(f"formula {expression!r}: unknown name(s) {unknown}; "
@@ -42,7 +60,7 @@ class Formula:
     @property
     def text(self) -> str:
         """For people: `2·M·N·K + M·N`, `S²`, `D/H` (the formulas divide only where it is exact)."""
-        text = re.sub(r"\*\*2\b", "²", self.expression)
+        text = re.sub(r"\*\*(\d+)", lambda m: m.group(1).translate(_SUPERSCRIPT), self.expression)
         return text.replace("//", "/").replace("*", "·")
 
     def __repr__(self):

@@ -43,6 +43,10 @@ def _check_op(op: Op) -> None:
     for formula in (op.flops_formula, op.bytes_formula):
         if not formula.names <= set(names):
             raise ValueError(f"{where}: formula {formula.expression!r} uses names outside {names}")
+        for name, text in formula.compared:
+            if text not in op.choices.get(name, ()):
+                raise ValueError(f"{where}: formula {formula.expression!r} compares {name} with "
+                                 f"{text!r}, which is not one of its choices")
     clash = [o.name for o in _OPS.values() if o.rung == op.rung]
     if clash:
         raise ValueError(f"{where}: rung {op.rung} is taken by {clash[0]!r}")

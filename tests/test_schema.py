@@ -1,7 +1,7 @@
 """The results schema: every column once, each in exactly one part of the typed row; rows go
 to measurements.csv and come back unchanged; the docs are generated from it."""
 import math
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pandas as pd
 import pytest
@@ -10,6 +10,7 @@ from kernels import registry
 from suites.errors import ConfigError
 from suites.profiling.op_kinds import LAUNCH_APIS
 from suites.report import readme
+from suites.report.build import EXPLAINED
 from suites.report.conventions import conventions_html
 from suites.results.columns import MEASUREMENTS, Status, column, headers
 from suites.results.row import PARTS, Check, ProfileStats, ResultRow, Roofline, TimingStats
@@ -42,17 +43,41 @@ def _full_row() -> ResultRow:
         profile=ProfileStats(5.0, 4.0, 0.2, 1.0, math.nan, math.nan, 3.0, None, "t.json.gz", "t.txt"))
 
 
-def test_a_row_survives_the_csv(tmp_path):
-    row = _full_row()
-    measurements_frame([row]).to_csv(tmp_path / "measurements.csv", index=False)
+def _skipped_and_incorrect() -> list[ResultRow]:
+    ok = _full_row()
+    skipped = replace(ok, variant="functional", status=Status.SKIPPED, reason="needs a unicorn",
+                      timing=None, check=None, profile=None, first_call_ms=math.nan,
+                      speedup=math.nan, exposed_overhead_us=math.nan,
+                      roofline=replace(ok.roofline, tflops=math.nan, gbps=math.nan,
+                                       pct_peak=math.nan, roofline_bound=None))
+    incorrect = replace(skipped, variant="compile", status=Status.INCORRECT,
+                        reason="max error too large", check=Check(1.0, 0.5, 0.9, 1e-5, "too large"))
+    return [ok, skipped, incorrect]
+
+
+def _same(a, b) -> bool:
+    """Equal, or both empty the same way: NaN for a number, None for text."""
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b
+
+
+def test_rows_survive_the_csv_whatever_their_status(tmp_path):
+    rows = _skipped_and_incorrect()
+    measurements_frame(rows).to_csv(tmp_path / "measurements.csv", index=False)
     frame = read_measurements(tmp_path)
     assert list(frame.columns[:10]) == ["suite", "op", "case_id", "variant", "family", "dtype",
                                         "device", "T", "D", "norm"]
-    back = ResultRow.from_record(frame.iloc[0].to_dict(), params=["T", "D", "norm"])
-    assert back.record().keys() == row.record().keys()
-    for name, value in row.record().items():
-        got = back.record()[name]
-        assert got == value or (pd.isna(got) and pd.isna(value)), name
+    for row, record in zip(rows, frame.to_dict("records")):
+        back = ResultRow.from_record(record, params=["T", "D", "norm"])
+        for name, value in row.record().items():
+            assert _same(value, back.record()[name]), (row.status, name, value, back.record()[name])
+        assert (back.timing is None) == (row.timing is None)
+        assert (back.check is None) == (row.check is None)
+        if row.check is not None:
+            assert back.check.passed == row.check.passed
 
 
 def test_reading_checks_the_schema(tmp_path):
@@ -87,9 +112,9 @@ def test_readme_tables_are_generated_from_the_code():
 
 def test_report_conventions_state_the_code_s_own_facts(monkeypatch):
     op = registry.get_op("attention")
-    page = conventions_html(op)
+    page = conventions_html(op, EXPLAINED)
     assert "4·B·H·S²·D / 2" in page and all(api in page for api in LAUNCH_APIS)
     assert "fp32 1e-05, fp16 0.001, bf16 0.008" in page
     from suites.harness import correctness
     monkeypatch.setitem(correctness.FLOOR, "float32", 3e-5)  # change the code, the text follows
-    assert "fp32 3e-05" in conventions_html(op)
+    assert "fp32 3e-05" in conventions_html(op, EXPLAINED)

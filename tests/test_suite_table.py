@@ -5,8 +5,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
 from kernels import registry
+from suites.benchmarks.gpu_check import series_overrides
 from suites.cli_checks import group_choices
+from suites.results.columns import BY_NAME
+from suites.spec import build_run_spec
 from suites.errors import ConfigError
 from suites.suite_table import CONF_DIR, get_suite, suite_names, suites
 
@@ -34,3 +40,19 @@ def test_suites_are_in_ladder_order_and_unknown_ones_list_the_known():
     assert get_suite("norm").op.size_axis == "T"
     with pytest.raises(ConfigError, match="suite=nope: unknown suite; accepted: matmul_add, linear"):
         get_suite("nope")
+
+
+def test_no_parameter_is_named_like_a_column():
+    # A parameter column would overwrite a metric of measurements.csv (or be overwritten).
+    for op in registry.ops():
+        assert not set(op.params) & set(BY_NAME), op.name
+
+
+def test_the_gpu_check_runs_every_suite_at_its_reference_shape(tmp_path):
+    for suite in suites():
+        overrides = [f"suite={suite.name}", *series_overrides(suite), "device=cpu"]
+        with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+            cfg = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+        spec = build_run_spec(cfg, tmp_path)
+        reference = dict(spec.suite.reference)
+        assert reference in [dict(shape) for shape in spec.suite.shapes], suite.name

@@ -14,7 +14,6 @@ from kernels.triton.activations import gelu_tanh
 from kernels.triton.runtime import check_tensors, kernels_interpreted
 
 
-
 @triton.jit
 def _geglu_fwd_kernel(
     gate_ptr,  # (n_elements,) contiguous, input dtype

@@ -14,7 +14,6 @@ import triton.language as tl
 from kernels.triton.runtime import check_tensors, kernels_interpreted
 
 
-
 def config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8) -> triton.Config:
     return triton.Config(
         {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group},

@@ -12,7 +12,6 @@ import triton
 from kernels.triton.runtime import MAX_ROW, check_tensors, kernels_interpreted
 
 
-
 def check_rows(op: str, x: torch.Tensor, eps: float, **params: torch.Tensor | None) -> None:
     """x (..., D) with 1 <= D <= MAX_ROW, each given param (weight, bias) of shape (D,), eps >= 0."""
     # Params may differ in dtype from x (e.g. fp32 weights for bf16 activations), as torch's

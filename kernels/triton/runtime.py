@@ -5,7 +5,6 @@ module must not import triton; torch is fine.
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 
@@ -18,17 +17,16 @@ MAX_HEAD_DIM = 128
 MAX_ROW = 65536
 
 
-@functools.cache
-def kernels_interpreted() -> bool:
-    """Whether the Triton kernels run through Triton's interpreter (TRITON_INTERPRET=1), read
-    once, on first call: the one interpreter flag of the project.
+# Read once, when this module is first imported. triton.jit fixes interpreted-or-compiled when a
+# kernel is defined, and every kernel module imports this one before defining its kernels, so
+# the flag can never disagree with how they were defined. TRITON_INTERPRET must therefore be set
+# before the first import (tests/conftest.py does that on machines without CUDA).
+_INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
-    triton.jit fixes interpreted-or-compiled when a kernel is defined, so every kernel module
-    calls this at import, before defining its kernels, and the wrappers use the same frozen
-    value. TRITON_INTERPRET must therefore be set before the first kernel module is imported
-    (tests/conftest.py does that on machines without CUDA).
-    """
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+def kernels_interpreted() -> bool:
+    """Whether the Triton kernels run through Triton's interpreter: the project's one flag."""
+    return _INTERPRETED
 
 
 def triton_installed() -> bool:

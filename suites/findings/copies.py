@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from suites.findings.codes import Code, Severity
 from suites.findings.core import Finding, FindingContext
+from suites.profiling.device_time import kernel_us
 
 
 def _gpu_dtod(profile) -> tuple[float, float, float]:
@@ -12,7 +13,7 @@ def _gpu_dtod(profile) -> tuple[float, float, float]:
     for step in profile.steps:
         for k in step.kernels:
             if k.cat == "gpu_memcpy" and "DtoD" in k.name:
-                count, nbytes, us = count + 1, nbytes + (k.nbytes or 0), us + k.dur
+                count, nbytes, us = count + 1, nbytes + (k.nbytes or 0), us + kernel_us(k, True)
     n = max(1, len(profile.steps))
     return count / n, nbytes / n, us / n
 
@@ -23,7 +24,7 @@ def _cpu_copies(profile) -> tuple[float, float, str]:
     for step in profile.steps:
         for k in step.kernels:
             if k.name == "aten::copy_":
-                count, us = count + 1, us + k.self_us
+                count, us = count + 1, us + kernel_us(k, False)
                 parents.add(k.op or "the call")
     n = max(1, len(profile.steps))
     return count / n, us / n, ", ".join(sorted(parents))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from suites.findings.codes import Code, Severity
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.device_time import on_gpu
-from suites.results.columns import NUMBER, column
+from suites.results.columns import empty
 from suites.results.row import NAN, ResultRow
 
 
@@ -62,14 +62,10 @@ class FindingContext:
 
     def value(self, name: str):
         """A column of the row (suites/results/columns.py); NaN or None where it has none."""
-        if self.row is not None:
-            return self.row.value(name)
-        return NAN if column(name).kind == NUMBER else None
+        return self.row.value(name) if self.row is not None else empty(name)
 
     def baseline_value(self, name: str):
-        if self.baseline_row is not None:
-            return self.baseline_row.value(name)
-        return NAN if column(name).kind == NUMBER else None
+        return self.baseline_row.value(name) if self.baseline_row is not None else empty(name)
 
     def metric(self, name: str) -> float:
         """A profile metric: from the row where it has it, else from the profile."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from kernels.base import Case, Op, Variant
+from kernels.triton.runtime import kernels_interpreted
 from suites.harness import correctness, timing
 from suites.harness.derived import new_row
 from suites.profiling.call_profile import CallProfile
@@ -27,6 +28,8 @@ from suites.spec import RunSpec
 # answers, meaningless times. A run never times it, so off CUDA the Triton rows are skipped.
 NOT_TIMED_INTERPRETED = ("Triton kernels need a CUDA GPU to be timed; on CPU they run only under "
                          "TRITON_INTERPRET=1, for correctness tests")
+NOT_TIMED_INTERPRETER_ON = ("TRITON_INTERPRET=1 is set: the Triton kernels run interpreted, "
+                            "which is never timed; unset it to time them on the GPU")
 
 
 @dataclass
@@ -39,9 +42,11 @@ class Outcome:
 def not_timed_here(variant: Variant, case: Case) -> str | None:
     """The harness's own rule, on top of what the variant supports: it never times a kernel
     that can only run interpreted here."""
-    if variant.family == "triton" and case.device_type != "cuda":
+    if variant.family != "triton":
+        return None
+    if case.device_type != "cuda":
         return NOT_TIMED_INTERPRETED
-    return None
+    return NOT_TIMED_INTERPRETER_ON if kernels_interpreted() else None
 
 
 def _generator(case: Case, offset: int) -> torch.Generator:

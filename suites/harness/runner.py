@@ -17,6 +17,7 @@ from suites.harness.measure import measure
 from suites.harness.derived import add_speedups, derive
 from suites.harness.progress import Progress
 from suites.findings import find_all
+from suites.results.columns import KEY
 from suites.results.tables import write_tables
 from suites.spec import RunSpec
 
@@ -46,8 +47,8 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     (spec.out_dir / "env.json").write_text(json.dumps(env, indent=2))
 
-    op = registry.get_op(spec.suite.op)
-    variants = [registry.get_variant(spec.suite.op, name) for name in spec.suite.variants]
+    op = registry.get_op(spec.suite.name)
+    variants = [registry.get_variant(op.name, name) for name in spec.suite.variants]
     cases = spec.cases()
     progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream)
     rows, kernels, samples, findings = [], [], [], []
@@ -63,7 +64,7 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
                 if row.ok:
                     baseline_err = row.check.scaled_err
             rows.append(row)
-            keys = {"suite": spec.suite.name, "case_id": case.id, "variant": variant.name}
+            keys = dict(zip(KEY, (spec.suite.name, case.id, variant.name)))
             samples += [{**keys, "sample": i, "time_us": t} for i, t in enumerate(outcome.samples_us)]
             if outcome.profile is not None:
                 kernels += [{**keys, "dtype": case.dtype, **k} for k in outcome.profile.kernel_rows()]

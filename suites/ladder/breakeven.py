@@ -14,7 +14,7 @@ from kernels.base import DTYPE_SHORT
 from suites.results.columns import Status
 
 NAN = float("nan")
-COLUMNS = ["suite", "case_id", "dtype", "variant", "flops", "compile_ms", "baseline_us",
+COLUMNS = ["suite", "case_id", "dtype", "variant", "choice", "flops", "compile_ms", "baseline_us",
            "compile_us", "saved_us", "calls", "verdict"]
 NEVER = "never (compile is slower per call)"
 
@@ -35,7 +35,7 @@ def breakeven_table(rows: pd.DataFrame, suite: str, baseline: str) -> pd.DataFra
     for row in rows[rows["family"] == "compile"].itertuples():
         b = base.loc[row.case_id] if row.case_id in base.index else None
         entry = {"suite": suite, "case_id": row.case_id, "dtype": row.dtype, "variant": row.variant,
-                 "flops": row.flops, "compile_ms": NAN, "baseline_us": NAN, "compile_us": NAN,
+                 "choice": row.choice, "flops": row.flops, "compile_ms": NAN, "baseline_us": NAN, "compile_us": NAN,
                  "saved_us": NAN, "calls": NAN}
         if row.status != Status.OK:
             entry["verdict"] = f"compile {row.status}"
@@ -82,8 +82,10 @@ def _sentence(variant: str, group: pd.DataFrame) -> str:
 
 
 def sentences(table: pd.DataFrame) -> list[str]:
-    """Per (variant, dtype): the verdict at the largest measured shape, and at the smallest,
-    e.g. `compile pays for itself after 12,400 calls at T2048-...; never at the smallest shape
-    (T128-..., slower per call); it pays off at 2 of 3 shapes`."""
-    return [_sentence(f"{variant} ({DTYPE_SHORT.get(dtype, dtype)})", group)
-            for (variant, dtype), group in table.groupby(["variant", "dtype"], sort=False)]
+    """Per (variant, dtype, choice): the verdict at the largest measured shape, and at the
+    smallest, e.g. `compile pays for itself after 12,400 calls at T2048-...; never at the
+    smallest shape (T128-..., slower per call); it pays off at 2 of 3 shapes`."""
+    return [_sentence(f"{variant} ({' '.join(filter(None, (choice, DTYPE_SHORT.get(dtype, dtype))))})",
+                      group)
+            for (variant, dtype, choice), group in table.groupby(["variant", "dtype", "choice"],
+                                                                  sort=False)]

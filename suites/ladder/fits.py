@@ -26,7 +26,7 @@ from suites.results.columns import Status
 
 NAN = float("nan")
 TWO_SIZES = "two sizes: exact by construction, untested"
-FIT_COLUMNS = ["suite", "variant", "dtype", "n_shapes", "overhead_us", "tflops", "balance_flops",
+FIT_COLUMNS = ["suite", "variant", "dtype", "choice", "n_shapes", "overhead_us", "tflops", "balance_flops",
                "max_rel_err", "fit_note", "crossover_flops", "crossover"]
 
 
@@ -93,10 +93,12 @@ def crossover(flops, device_us, host_us, labels=None) -> tuple[float, str]:
 
 
 def fit_table(rows: pd.DataFrame, suite: str) -> tuple[pd.DataFrame, dict[tuple, Fit]]:
-    """One row per (variant, dtype) of a suite's ok rows; and the fits, for the plot."""
+    """One row per (variant, dtype, choice) of a suite's ok rows (the choice of categorical
+    parameters: another norm is another computation, not another size); and the fits, for the
+    plot, by the same key."""
     ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
     out, fits = [], {}
-    for (variant, dtype), group in ok.groupby(["variant", "dtype"], sort=False):
+    for (variant, dtype, choice), group in ok.groupby(["variant", "dtype", "choice"], sort=False):
         fit = fit_overhead(group["flops"], group["median_us"])
         host = group["host_us"]
         if not on_gpu(group["device"].iloc[0]):
@@ -105,13 +107,13 @@ def fit_table(rows: pd.DataFrame, suite: str) -> tuple[pd.DataFrame, dict[tuple,
             host = host - group["device_us"]
         x, where = crossover(group["flops"].to_numpy(), group["device_us"].to_numpy(),
                              host.to_numpy(), list(group["case_id"]))
-        row = {"suite": suite, "variant": variant, "dtype": dtype,
+        row = {"suite": suite, "variant": variant, "dtype": dtype, "choice": choice,
                "n_shapes": int(group["flops"].nunique()), "crossover_flops": x, "crossover": where}
         if fit is None:
             row.update(overhead_us=NAN, tflops=NAN, balance_flops=NAN, max_rel_err=NAN,
                        fit_note="fewer than two sizes: no fit")
         else:
-            fits[(variant, dtype)] = fit
+            fits[(variant, dtype, choice)] = fit
             # The work at which the fixed cost is half the call: a * R.
             balance = fit.overhead_us * 1e6 * fit.tflops if math.isfinite(fit.tflops) else NAN
             row.update(overhead_us=fit.overhead_us, tflops=fit.tflops, balance_flops=balance,

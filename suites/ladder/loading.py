@@ -30,7 +30,7 @@ class Run:
     path: Path
     env: dict
     created: dt.datetime | None
-    params: list[str]        # the op's size columns, in the file's order
+    params: list[str]        # the op's parameter columns, in the file's order
 
 
 @dataclass
@@ -46,7 +46,8 @@ class SuiteInfo:
 class Collection:
     root: Path
     runs: list[Run]
-    rows: pd.DataFrame       # one row per (suite, case_id, variant), plus `run` and `created`
+    rows: pd.DataFrame       # one row per (suite, case_id, variant), plus `run`, `created`
+    #                          and `choice` (the case's categorical parameters: `norm=rms`)
     dropped: pd.DataFrame    # older duplicates: KEY + run, created, kept_run, kept_created
     suites: dict[str, SuiteInfo] = field(default_factory=dict)  # in ladder order
 
@@ -106,6 +107,19 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.Series:
     return pd.Series(np.where(ok, base_median / rows["median_us"], np.nan), index=rows.index)
 
 
+def _choices(rows: pd.DataFrame, suites: dict[str, SuiteInfo]) -> pd.Series:
+    """Per row, its categorical parameters (`norm=rms`; "" where a suite has none): fits and
+    curves are per (variant, dtype, choice), since another choice is another computation."""
+    out = pd.Series("", index=rows.index, dtype=object)
+    for name, info in suites.items():
+        mine = rows["suite"] == name
+        categorical = [p for p in info.params
+                       if not pd.api.types.is_numeric_dtype(rows.loc[mine, p].dropna())]
+        for p in categorical:
+            out[mine] = (out[mine] + " " + p + "=" + rows.loc[mine, p].astype(str)).str.strip()
+    return out
+
+
 def _suite_info(name: str, rows: pd.DataFrame, runs: list[Run]) -> SuiteInfo:
     mine = [r for r in runs if r.env.get("suite", name) == name and str(r.path) in set(rows["run"])]
     params = next((r.params for r in reversed(mine) if r.params), [])
@@ -131,4 +145,5 @@ def load(path: Path) -> Collection:
     names = [n for n in ladder if n in names] + sorted(n for n in names if n not in ladder)
     suites = {n: _suite_info(n, rows[rows["suite"] == n], runs) for n in names}
     rows["speedup"] = _speedups(rows, {n: s.baseline for n, s in suites.items()})
+    rows["choice"] = _choices(rows, suites)
     return Collection(path, runs, rows, dropped, suites)

@@ -22,20 +22,22 @@ def _colors(variants) -> dict[str, str]:
 
 
 def fit_plot(ok: pd.DataFrame, fits: dict[tuple[str, str], Fit], suite: str, path: Path) -> Path:
-    """`ok`: the suite's ok rows; `fits`: (variant, dtype) -> Fit (absent where none)."""
+    """`ok`: the suite's ok rows; `fits`: (variant, dtype, choice) -> Fit (absent where none)."""
     fig, panels = _panels(ok, f"{suite}: time per call vs work; lines: fit overhead + FLOPs / R")
     width, height = fig.get_size_inches()
     fig.set_size_inches(max(width, 8.0), height)  # one dtype: room for the title and legend
-    colors = _colors(ok["variant"])
+    labels = (ok["variant"] + " " + ok["choice"]).str.strip()
+    colors = _colors(labels)
     for dtype, ax in panels:
         rows = ok[ok["dtype"] == dtype]
         grid = np.geomspace(rows["flops"].min() / 2, rows["flops"].max() * 2, 100)
-        for variant, group in rows.groupby("variant", sort=False):
-            ax.scatter(group["flops"], group["median_us"], color=colors[variant], label=variant,
+        for (variant, choice), group in rows.groupby(["variant", "choice"], sort=False):
+            label = f"{variant} {choice}".strip()
+            ax.scatter(group["flops"], group["median_us"], color=colors[label], label=label,
                        zorder=3)
-            fit = fits.get((variant, dtype))
+            fit = fits.get((variant, dtype, choice))
             if fit is not None:
-                ax.plot(grid, fit.predict(grid), color=colors[variant], linewidth=1, alpha=0.8)
+                ax.plot(grid, fit.predict(grid), color=colors[label], linewidth=1, alpha=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("FLOPs per call")

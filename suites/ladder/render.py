@@ -8,21 +8,21 @@ import os
 import pandas as pd
 
 from suites.report import html_page as hp
+from suites.results.columns import headers
 
+# The ladder's own columns, and measurement columns under the schema's headers.
 LADDER = {"suite": "block", "dtype": "dtype", "shape": "shape", "family": "family",
-          "variant": "variant", "status": "status", "n_kernels": "kernels/call",
-          "device_us": "device us", "host_us": "host us", "median_us": "median us",
-          "speedup": "speedup", "note": "note"}
-FITS = {"variant": "variant", "dtype": "dtype", "n_shapes": "shapes", "overhead_us": "overhead us",
+          **headers(["variant", "status", "n_kernels", "device_us", "host_us", "median_us",
+                     "speedup"]), "note": "note"}
+FITS = {"variant": "variant", "dtype": "dtype", "choice": "choice", "n_shapes": "shapes", "overhead_us": "overhead us",
         "tflops": "TFLOP/s", "balance_flops": "FLOPs where work = overhead",
         "max_rel_err": "worst fit error", "fit_note": "fit note",
         "crossover": "device time > host time"}
-BREAKEVEN = {"case_id": "case", "variant": "variant", "compile_ms": "compile ms",
-             "baseline_us": "baseline us", "compile_us": "compile us", "saved_us": "saved us/call",
+BREAKEVEN = {**headers(["case_id", "variant", "compile_ms"]), "baseline_us": "baseline us", "compile_us": "compile us", "saved_us": "saved us/call",
              "calls": "calls", "verdict": "break-even"}
 RUNS = {"run": "run folder", "suite": "suite", "device": "device", "created": "created",
         "timing": "timing", "peaks": "measured peaks"}
-DROPPED = {"suite": "suite", "case_id": "case", "variant": "variant", "run": "dropped (older) run",
+DROPPED = {**headers(["suite", "case_id", "variant"]), "run": "dropped (older) run",
            "created": "its created", "kept_run": "kept run", "kept_created": "kept created"}
 TEXT_COLUMNS = ("suite", "dtype", "shape", "family", "variant", "status", "note", "fit_note",
                 "crossover", "case_id", "verdict", "run", "device", "kept_run", "timing", "peaks")

@@ -37,7 +37,8 @@ class Ladder:
 
 
 def _fit_sentence(row) -> str:
-    who = f"{row['variant']} {DTYPE_SHORT.get(row['dtype'], row['dtype'])}"
+    who = " ".join(w for w in (row["variant"], row["choice"],
+                                DTYPE_SHORT.get(row["dtype"], row["dtype"])) if w)
     if pd.isna(row["overhead_us"]):
         text = f"{who}: {row['fit_note']}"
     else:

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from kernels.base import FAMILIES
+from kernels.base import FAMILIES, as_value, params_id
 from suites.ladder.loading import Collection, SuiteInfo
 from suites.ladder.render import num
 from suites.results.columns import Status
@@ -24,14 +24,9 @@ COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status
            "device_us", "host_us", "median_us", "speedup", "note"]
 
 
-def _value(v):
-    """A size as an int (pandas reads sizes of a column with gaps as floats), a choice as is."""
-    return v if isinstance(v, str) else int(v)
-
-
 def shape_label(shape: dict) -> str:
     """M4096-N4096-K4096, T1024-D768-rms: a case id without its dtype."""
-    return "-".join(v if isinstance(v, str) else f"{p}{int(v)}" for p, v in shape.items())
+    return params_id(shape.items())
 
 
 def _distance(a, b) -> float:
@@ -51,7 +46,7 @@ def choose_shape(shapes: list[dict], reference: dict) -> tuple[dict, str]:
     reference's regime, which is bigger than a CPU grid)."""
     if not reference:
         return shapes[0], "no reference shape recorded (env.json); largest shape run"
-    wanted = {p: _value(v) for p, v in reference.items()}
+    wanted = {p: as_value(v) for p, v in reference.items()}
     for shape in shapes:
         if shape == wanted:
             return shape, "reference shape"
@@ -63,7 +58,7 @@ def _shapes(rows: pd.DataFrame, params: list[str]) -> list[dict]:
     """Distinct shapes, largest first (by FLOPs, then by the sizes themselves)."""
     by_size = rows.drop_duplicates(params).assign(_f=rows["flops"].fillna(0))
     by_size = by_size.sort_values(["_f"] + params, ascending=False, kind="stable")
-    return [{p: _value(r[p]) for p in params} for _, r in by_size.iterrows()]
+    return [{p: as_value(r[p]) for p in params} for _, r in by_size.iterrows()]
 
 
 def _family_row(rows: pd.DataFrame) -> tuple[pd.Series, str]:

@@ -5,7 +5,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from suites.profiling.device_time import GPU, kernel_us
+from suites.profiling.device_time import kernel_us, on_gpu
 from suites.profiling.trace_analysis import TraceAnalysis
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -38,7 +38,7 @@ class CallProfile:
 
     def _metrics(self) -> dict[str, float]:
         steps = self.steps
-        gpu = self.analysis.mode == GPU
+        gpu = on_gpu(self.analysis.mode)
         return {
             "host_us": _median(s.host_us for s in steps),
             "device_us": _median(s.device_us for s in steps),
@@ -56,7 +56,7 @@ class CallProfile:
     def _kernel_rows(self) -> list[dict]:
         count: dict[tuple, int] = defaultdict(int)
         total: dict[tuple, float] = defaultdict(float)
-        gpu = self.analysis.mode == GPU
+        gpu = on_gpu(self.analysis.mode)
         for step in self.steps:
             for kernel in step.kernels:
                 key = (kernel.name, _KIND.get(kernel.cat, "kernel") if gpu else "cpu_op")

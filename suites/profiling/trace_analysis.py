@@ -14,7 +14,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from suites.profiling.device_time import GPU, kernel_us, trace_mode
+from suites.profiling.device_time import kernel_us, on_gpu, trace_mode
 from suites.profiling.op_kinds import is_cpu_kernel, is_launch_api
 from suites.profiling.trace_events import Event, Trace, TraceFormatError
 
@@ -131,9 +131,9 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
         ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
         runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, mode)
-        attributed += metrics.n_kernels if mode == GPU else 0
+        attributed += metrics.n_kernels if on_gpu(mode) else 0
         steps.append(metrics)
-    unattributed = len(trace.device) - attributed if mode == GPU else 0
+    unattributed = len(trace.device) - attributed if on_gpu(mode) else 0
     return TraceAnalysis(trace, mode, steps, max(0, unattributed))
 
 
@@ -166,7 +166,7 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
 
 def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics:
     delays: list[float] = []
-    if mode == GPU:
+    if on_gpu(mode):
         kernels, delays = _device_work(runtime, device_by_corr)
         device_us = _union_us(kernels)
         # From the call's start until both its host code and its device work are done.

@@ -14,6 +14,7 @@ from suites.report import html_page as hp
 from suites.report.conventions import conventions_html
 from suites.report.narrative import case_lines, headline
 from suites.report.plots import write_plots
+from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
 from suites.results.columns import Status, headers
 from suites.results.tables import FINDINGS_CSV, read_measurements, with_columns
 
@@ -22,8 +23,9 @@ RESULT_COLUMNS = headers([
     "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "gbps", "pct_peak",
     "bytes_moved", "backend", "first_call_ms", "scaled_err", "trace"])
 NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
-FINDING_COLUMNS = {"case_id": "case", "variant": "variant", "code": "code", "severity": "severity",
-                   "statement": "statement", "evidence": "evidence"}
+FINDING_COLUMNS = headers([c for c in FINDINGS_TABLE if c != "suite"])
+# Documented at the end of the report: what its tables show, and the models behind them.
+EXPLAINED = [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "flops", "bytes", "tolerance"]
 
 
 def _meta(env: dict) -> str:
@@ -79,7 +81,7 @@ def write_report(run_dir: Path) -> Path:
          if len(not_run) else "<p>Every variant ran on every case.</p>"),
         ("All findings", hp.table(findings, FINDING_COLUMNS,
                                   left=("case_id", "variant", "code", "statement", "evidence"))),
-        ("How to read this report", conventions_html(op)),
+        ("How to read this report", conventions_html(op, EXPLAINED)),
     ]
     title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"

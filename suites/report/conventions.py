@@ -12,13 +12,9 @@ from kernels.base import DTYPE_SHORT, Op
 from suites.harness.correctness import BASELINE_BOUND, FLOOR
 from suites.profiling.device_time import OVERHEAD_BUSY
 from suites.profiling.op_kinds import LAUNCH_APIS
-from suites.results.columns import MEASUREMENTS, STATUS_MEANING, column
+from suites.results.columns import LEADING, MEASUREMENTS, STATUS_MEANING, column
 
-# The columns the report's results table shows, in its order, and the models behind them.
-REPORT_COLUMNS = ("median_us", "p10_us", "p90_us", "speedup", "host_us", "device_us",
-                  "exposed_overhead_us", "n_kernels", "launch_api_us", "flops", "bytes", "tflops",
-                  "gbps", "pct_peak", "bytes_moved", "backend", "first_call_ms", "scaled_err",
-                  "tolerance", "status")
+_IDENTITY = {c.name for c in LEADING} | {"trace", "table"}  # shown, but nothing to explain
 
 
 def _per_dtype(values: dict) -> str:
@@ -54,9 +50,10 @@ def rules() -> list[str]:
     ]
 
 
-def conventions_html(op: Op) -> str:
+def conventions_html(op: Op, names) -> str:
+    """The meaning of each column in `names` (those of a report's tables) for `op`'s report."""
     items = []
-    for name in REPORT_COLUMNS:
+    for name in dict.fromkeys(n for n in names if n not in _IDENTITY):
         c = column(name)
         unit = f" ({c.unit})" if c.unit and not c.header.endswith(c.unit) else ""
         items.append(f"<dt>{html.escape(c.header)}{html.escape(unit)}</dt>"
@@ -85,13 +82,28 @@ def columns_markdown() -> str:
     return "\n".join(lines)
 
 
+def _params(op: Op) -> str:
+    return ", ".join(f"{p} ({' / '.join(op.choices[p])})" if p in op.choices else p
+                     for p in op.params)
+
+
+def ladder_markdown() -> str:
+    """README: every suite, in ladder order, with its parameters and variants."""
+    lines = ["| suite | parameters | variants (family; the first is the baseline) |",
+             "|---|---|---|"]
+    for op in registry.ops():
+        names = [op.baseline] + [n for n in registry.variant_names(op.name) if n != op.baseline]
+        variants = "; ".join(f"`{n}` ({v.family}): {v.description}"
+                             for n, v in ((n, registry.get_variant(op.name, n)) for n in names))
+        lines.append(f"| `{op.name}` | {_md(_params(op))} | {_md(variants)} |")
+    return "\n".join(lines)
+
+
 def models_markdown() -> str:
     """README: each op's FLOP and ideal-byte formulas, as the code computes them."""
     lines = ["| suite | parameters | FLOPs per call | ideal bytes per call |", "|---|---|---|---|"]
     for op in registry.ops():
-        params = ", ".join(f"{p} ({'/'.join(op.choices[p])})" if p in op.choices else p
-                           for p in op.params)
-        lines.append(f"| `{op.name}` | {params} | {_md(op.flops_formula.text)} | "
+        lines.append(f"| `{op.name}` | {_md(_params(op))} | {_md(op.flops_formula.text)} | "
                      f"{_md(op.bytes_formula.text)} |")
     return "\n".join(lines)
 

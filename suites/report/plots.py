@@ -2,7 +2,6 @@
 time goes (device work vs exposed overhead), and kernels per call."""
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 
 import matplotlib
@@ -12,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from kernels.base import DTYPE_SHORT  # noqa: E402
+from kernels.base import DTYPE_SHORT, as_value  # noqa: E402
 from suites.results.columns import Status  # noqa: E402
 
 
@@ -23,15 +22,10 @@ def series_label(frame: pd.DataFrame, size_axis: str, params: list[str]):
     others = [p for p in params if p != size_axis and (per_size[p].nunique() > 1).any()]
 
     def label(row) -> str:
-        extra = " ".join(f"{p}={_param(row[p])}" for p in others)
+        extra = " ".join(f"{p}={as_value(row[p])}" for p in others)
         return f"{row['variant']} {extra}".strip()
 
     return label
-
-
-def _param(value) -> str:
-    """A size as an integer (pandas reads a column with gaps as floats), a choice as itself."""
-    return str(int(value)) if isinstance(value, numbers.Real) else str(value)
 
 
 def _panels(frame: pd.DataFrame, title: str, height: float = 4.0):

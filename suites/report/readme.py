@@ -12,10 +12,12 @@ import re
 import sys
 from pathlib import Path
 
-from suites.report.conventions import columns_markdown, models_markdown, rules_markdown
+from suites.report.conventions import (columns_markdown, ladder_markdown, models_markdown,
+                                       rules_markdown)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SECTIONS = {"columns": columns_markdown, "models": models_markdown, "rules": rules_markdown}
+SECTIONS = {"columns": columns_markdown, "models": models_markdown, "rules": rules_markdown,
+            "ladder": ladder_markdown}
 
 
 def render(text: str) -> str:

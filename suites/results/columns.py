@@ -45,109 +45,106 @@ class Column:
         return self.label or self.name
 
 
-def _c(name, unit, kind, meaning, label="", part=""):
-    return Column(name, unit, kind, meaning, label, part)
-
-
 # The row's identity; the op's parameters follow these, one column each, in the op's order.
 LEADING = (
-    _c("suite", "", TEXT, "the suite: its op's name, configured by conf/suite/<suite>.yaml"),
-    _c("op", "", TEXT, "the block measured (kernels/<op>.py)"),
-    _c("case_id", "", TEXT, "the case's parameters and dtype, e.g. M1024-N1024-K1024-bf16",
+    Column("suite", "", TEXT, "the suite: its op's name, configured by conf/suite/<suite>.yaml"),
+    Column("op", "", TEXT, "the block measured (kernels/<op>.py)"),
+    Column("case_id", "", TEXT, "the case's parameters and dtype, e.g. M1024-N1024-K1024-bf16",
        "case"),
-    _c("variant", "", TEXT, "the implementation measured", "variant"),
-    _c("family", "", TEXT, "eager, library, compile or triton"),
-    _c("dtype", "", TEXT, "float32, bfloat16 or float16"),
-    _c("device", "", TEXT, "cpu or cuda"),
+    Column("variant", "", TEXT, "the implementation measured", "variant"),
+    Column("family", "", TEXT, "eager, library, compile or triton"),
+    Column("dtype", "", TEXT, "float32, bfloat16 or float16"),
+    Column("device", "", TEXT, "cpu or cuda"),
 )
 
 METRICS = (
-    _c("status", "", TEXT, "{statuses}"),
-    _c("reason", "", TEXT, "why the row is not ok, or why its profile columns are empty"),
-    _c("threads", "", NUMBER, "CPU threads the run set (torch.set_num_threads)"),
-    _c("cache", "", TEXT, "cold: L2 flushed before every timed call (CUDA); hot; n/a on a CPU",
+    Column("status", "", TEXT, "{statuses}"),
+    Column("reason", "", TEXT, "why the row is not ok, or why its profile columns are empty"),
+    Column("threads", "", NUMBER, "CPU threads the run set (torch.set_num_threads)"),
+    Column("cache", "", TEXT, "cold: L2 flushed before every timed call (CUDA); hot; n/a on a CPU",
        part="timing"),
-    _c("n_samples", "", NUMBER, "timed calls", part="timing"),
-    _c("median_us", "us", NUMBER,
+    Column("n_samples", "", NUMBER, "timed calls", part="timing"),
+    Column("median_us", "us", NUMBER,
        "median time per call of the timing pass, never under the profiler. CUDA: the latency of "
        "one call started on an idle GPU (queue drained, host work included), CUDA events around "
        "it. CPU: perf_counter_ns around each call, the thread count set and recorded",
        "median us", "timing"),
-    _c("p10_us", "us", NUMBER, "10th percentile of the timed calls", "p10", "timing"),
-    _c("p90_us", "us", NUMBER, "90th percentile of the timed calls", "p90", "timing"),
-    _c("min_us", "us", NUMBER, "the fastest timed call", part="timing"),
-    _c("iqr_rel", "", NUMBER, "(p75 - p25) / median: the spread of the timed calls",
+    Column("p10_us", "us", NUMBER, "10th percentile of the timed calls", "p10", "timing"),
+    Column("p90_us", "us", NUMBER, "90th percentile of the timed calls", "p90", "timing"),
+    Column("min_us", "us", NUMBER, "the fastest timed call", part="timing"),
+    Column("iqr_rel", "", NUMBER, "(p75 - p25) / median: the spread of the timed calls",
        part="timing"),
-    _c("first_call_ms", "ms", NUMBER,
+    Column("first_call_ms", "ms", NUMBER,
        "wall time of the first call: compilation, autotuning, JIT and cold caches",
        "1st call ms"),
-    _c("compile_ms", "ms", NUMBER, "compile variants: the first call minus one warm call"),
-    _c("compile_cache", "", TEXT,
+    Column("compile_ms", "ms", NUMBER, "compile variants: the first call minus one warm call",
+           "compile ms"),
+    Column("compile_cache", "", TEXT,
        "compile variants: whether the first call compiled (miss) or loaded Inductor's cached "
        "graph (hit), or neither (none)"),
-    _c("speedup", "x", NUMBER, "baseline median / this row's median, same case", "speedup"),
-    _c("host_us", "us", NUMBER,
+    Column("speedup", "x", NUMBER, "baseline median / this row's median, same case", "speedup"),
+    Column("host_us", "us", NUMBER,
        "CPU span of the call's record_function range in the profiled pass", "host us",
        "profile"),
-    _c("device_us", "us", NUMBER,
+    Column("device_us", "us", NUMBER,
        "CUDA: union of the kernel, memcpy and memset intervals the call launched (matched by "
        "correlation id). CPU: self time of the ops that compute (aten ops that are neither "
        "metadata-only nor dispatch wrappers, and Inductor's cpp_fused kernels)",
        "device us", "profile"),
-    _c("exposed_overhead_us", "us", NUMBER,
+    Column("exposed_overhead_us", "us", NUMBER,
        "time per call in which the device does no work for the call (Python, dispatch, "
        "launches). CUDA: max(0, median - device us). CPU: median x (1 - device us / host us): "
        "the profiler adds a microsecond or two to every op, so the profiled share of compute "
        "is applied to the unprofiled median", "exposed overhead us"),
-    _c("idle_frac", "", NUMBER,
+    Column("idle_frac", "", NUMBER,
        "1 - busy fraction: the share of the profiled call, from its start until its host code "
        "and device work are both done, with no device work (on a CPU: no compute op)",
        part="profile"),
-    _c("n_kernels", "", NUMBER,
+    Column("n_kernels", "", NUMBER,
        "device activities per call (kernels + memcpy + memset), not launch calls; on a CPU, "
        "compute ops per call", "kernels", "profile"),
-    _c("launch_api_us", "us", NUMBER,
+    Column("launch_api_us", "us", NUMBER,
        "sum of launch-call durations per call ({launch_apis})", "launch us", "profile"),
-    _c("launch_delay_us", "us", NUMBER,
+    Column("launch_delay_us", "us", NUMBER,
        "median over the call's launches of kernel start - (launch start + duration), clipped "
        "at 0 (HTA's definition)", part="profile"),
-    _c("n_cpu_ops", "", NUMBER, "CPU ops inside the call's range, per call", part="profile"),
-    _c("backend", "", TEXT, "the scaled_dot_product_attention backend that ran, from the profile",
+    Column("n_cpu_ops", "", NUMBER, "CPU ops inside the call's range, per call", part="profile"),
+    Column("backend", "", TEXT, "the scaled_dot_product_attention backend that ran, from the profile",
        "SDPA backend", "profile"),
-    _c("flops", "FLOP", NUMBER, "FLOPs per call by the op's model ({flop_models})",
+    Column("flops", "FLOP", NUMBER, "FLOPs per call by the op's model ({flop_models})",
        part="roofline"),
-    _c("bytes", "B", NUMBER,
+    Column("bytes", "B", NUMBER,
        "bytes per call if every input is read once and every output written once "
        "({byte_models})", part="roofline"),
-    _c("bytes_unfused", "B", NUMBER,
+    Column("bytes_unfused", "B", NUMBER,
        "bytes the unfused baseline form moves, intermediates written and read back, where "
        "the op models it", part="roofline"),
-    _c("bytes_moved", "B", NUMBER,
+    Column("bytes_moved", "B", NUMBER,
        "bytes this variant's form moves by the op's model, intermediates included, where "
        "modelled", "bytes (model)", "roofline"),
-    _c("intensity", "FLOP/B", NUMBER, "flops / bytes", part="roofline"),
-    _c("tflops", "TFLOP/s", NUMBER, "flops / median", "TFLOP/s", "roofline"),
-    _c("gbps", "GB/s", NUMBER, "bytes / median", "GB/s", "roofline"),
-    _c("pct_peak", "%", NUMBER,
+    Column("intensity", "FLOP/B", NUMBER, "flops / bytes", part="roofline"),
+    Column("tflops", "TFLOP/s", NUMBER, "flops / median", "TFLOP/s", "roofline"),
+    Column("gbps", "GB/s", NUMBER, "bytes / median", "GB/s", "roofline"),
+    Column("pct_peak", "%", NUMBER,
        "achieved FLOP/s over min(peak FLOP/s, intensity x peak bandwidth), both peaks measured "
        "on this machine at the start of the run (env.json)", "% roofline", "roofline"),
-    _c("roofline_bound", "", TEXT,
+    Column("roofline_bound", "", TEXT,
        "compute or memory: the roof the op's intensity meets on this machine (its measured "
        "ridge point: peak FLOP/s / peak bandwidth)", part="roofline"),
-    _c("max_abs_err", "", NUMBER,
+    Column("max_abs_err", "", NUMBER,
        "max |out - ref| against the float64 reference, on fresh random inputs", part="check"),
-    _c("rel_err", "", NUMBER, "||out - ref|| / ||ref||", part="check"),
-    _c("scaled_err", "", NUMBER,
+    Column("rel_err", "", NUMBER, "||out - ref|| / ||ref||", part="check"),
+    Column("scaled_err", "", NUMBER,
        "per output row, max |out - ref| / max |ref| of the row; the worst row counts: what the "
        "pass rule compares", "error", "check"),
-    _c("tolerance", "", NUMBER,
+    Column("tolerance", "", NUMBER,
        "the bound scaled_err had to meet: 2x the baseline's error in the same dtype plus a "
        "dtype floor ({error_floors}); the baseline itself a fixed bound ({baseline_bounds})",
        part="check"),
-    _c("trace", "", TEXT,
+    Column("trace", "", TEXT,
        "the profiled calls' Chrome trace, traces/<case>__<variant>.json.gz (opens in Perfetto)",
        "trace", "profile"),
-    _c("table", "", TEXT, "the key_averages table of the same calls, tables/<case>__<variant>.txt",
+    Column("table", "", TEXT, "the key_averages table of the same calls, tables/<case>__<variant>.txt",
        part="profile"),
 )
 
@@ -155,11 +152,12 @@ MEASUREMENTS = LEADING + METRICS
 BY_NAME = {c.name: c for c in MEASUREMENTS}
 KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; the other tables join on it
 
-# The other tables of a run folder: their columns, in order.
-KERNEL_COLUMNS = ("suite", "case_id", "variant", "dtype", "kernel", "kind", "calls_per_call",
-                  "total_us_per_call", "mean_us")
-SAMPLE_COLUMNS = ("suite", "case_id", "variant", "sample", "time_us")
-FINDING_COLUMNS = ("suite", "case_id", "variant", "code", "severity", "statement", "evidence")
+# The other tables of a run folder: their columns, in order, KEY first.
+KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_per_call",
+                        "mean_us")
+SAMPLE_COLUMNS = KEY + ("sample", "time_us")
+FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
+_OTHER_TABLES = set(KERNEL_COLUMNS + SAMPLE_COLUMNS + FINDING_COLUMNS) - set(BY_NAME)
 
 
 def column(name: str) -> Column:
@@ -168,9 +166,15 @@ def column(name: str) -> Column:
     return BY_NAME[name]
 
 
+def empty(name: str):
+    """What a column holds where a row has no value: NaN for a number, None for text."""
+    return float("nan") if column(name).kind == NUMBER else None
+
+
 def headers(names) -> dict[str, str]:
-    """name -> table header for the columns a view shows (an unknown name is an error)."""
-    return {name: column(name).header for name in names}
+    """name -> table header for the columns a view shows, from any table of a run folder (an
+    unknown name is an error, so a view cannot show a column that no table has)."""
+    return {name: name if name in _OTHER_TABLES else column(name).header for name in names}
 
 
 def numeric(names=None) -> list[str]:

@@ -2,17 +2,19 @@
 
 Each pass of the harness fills its own part (timing, check, profile, roofline); the row's own
 fields say what happened and what is derived across parts. `record()` flattens a row into the
-columns of measurements.csv (suites/results/columns.py decides which part holds which column),
-`from_record()` reads one back, so the CSV and the objects cannot disagree on a name.
+columns of measurements.csv (suites/results/columns.py decides which part holds which column);
+`from_record()` builds a row from such a record, whole or partial. The readers of a results
+folder (report, compare, collect) work on the table itself, read and typed through the same
+schema by suites/results/tables.py.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import MISSING, dataclass, fields
-from typing import Mapping
+from typing import Mapping, get_type_hints
 
 from kernels.base import Value
-from suites.results.columns import LEADING, METRICS, NUMBER, Status, column
+from suites.results.columns import BY_NAME, LEADING, METRICS, Status, column, empty
 
 NAN = float("nan")
 
@@ -108,15 +110,16 @@ class ResultRow:
 
     def value(self, name: str):
         """Any column's value by name (a typo is an error); NaN or None where it is not set."""
-        spec = column(name)
-        holder = getattr(self, spec.part) if spec.part else self
+        part = column(name).part
+        holder = getattr(self, part) if part else self
         value = getattr(holder, name) if holder is not None else None
-        if value is None and spec.kind == NUMBER:
-            return NAN
-        return value
+        return empty(name) if value is None else value
 
     def record(self) -> dict:
         """The row as measurements.csv holds it: identity, parameters, then the metrics."""
+        clash = set(self.params) & set(BY_NAME)
+        if clash:  # a parameter column would overwrite, or be overwritten by, a metric
+            raise ValueError(f"parameter(s) {sorted(clash)} of {self.op} are named like columns")
         out = {c.name: self.value(c.name) for c in LEADING}
         out.update(self.params)
         out.update({c.name: self.value(c.name) for c in METRICS})
@@ -125,27 +128,29 @@ class ResultRow:
 
     @classmethod
     def from_record(cls, record: Mapping, params=()) -> "ResultRow":
-        """A row from a record (a CSV row, or a partial dict in tests): missing values are
-        NaN or None, a part with no value at all is None."""
+        """A row from a record (a CSV row, or the few columns a test sets): missing values are
+        NaN or None, a part with no value at all is None; no status means an ok row."""
         def get(name):
             value = record.get(name)
             return None if isinstance(value, float) and math.isnan(value) else value
 
+        status = Status(get("status") or Status.OK)
         parts = {}
         for part, kind in PARTS.items():
-            values = {f.name: get(f.name) for f in fields(kind) if f.name in record}
-            given = {k: v for k, v in values.items() if v is not None}
+            given = {f.name: get(f.name) for f in fields(kind) if get(f.name) is not None}
+            if part == "check" and given and status == Status.INCORRECT:
+                given["problem"] = get("reason") or "failed the correctness check"
             if given or part == "roofline":
                 parts[part] = kind(**{**_defaults(kind), **given})
         own = {f.name for f in fields(cls)} - set(PARTS) - {"params", "status"}
         row = {name: get(name) for name in own if get(name) is not None}
         return cls(**{**_defaults(cls, exclude=("params", *PARTS)), **row},
-                   params={p: record[p] for p in params},
-                   status=Status(get("status") or Status.OK), **parts)
+                   params={p: record[p] for p in params}, status=status, **parts)
 
 
 def _defaults(kind, exclude=()) -> dict:
     """Placeholders for the fields without a default that a partial record lacks."""
-    return {f.name: NAN if f.type in ("float", "int") else ("" if f.type == "str" else None)
+    hints = get_type_hints(kind)
+    return {f.name: NAN if hints[f.name] in (float, int) else ("" if hints[f.name] is str else None)
             for f in fields(kind)
             if f.default is MISSING and f.default_factory is MISSING and f.name not in exclude}

@@ -9,7 +9,7 @@ import pandas as pd
 
 from suites.errors import ConfigError
 from suites.results.columns import (FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING, MEASUREMENTS,
-                                    METRICS, NUMBER, SAMPLE_COLUMNS, Status, column, numeric)
+                                    METRICS, SAMPLE_COLUMNS, Status, column, empty, numeric)
 from suites.results.row import ResultRow
 
 MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, FINDINGS_CSV = (
@@ -39,9 +39,12 @@ def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_r
 
 
 def param_columns(frame: pd.DataFrame) -> list[str]:
-    """The op's parameter columns: the writer puts them between the identity and the metrics;
-    any column the schema does not know is taken for one."""
-    return [c for c in frame.columns if c not in _SCHEMA]
+    """The op's parameter columns: the writer puts them between the identity columns and
+    `status`, so a metric column that a newer version adds (after `status`) is never taken for
+    one."""
+    names = list(frame.columns)
+    end = names.index("status") if "status" in names else len(names)
+    return [c for c in names[:end] if c not in _SCHEMA]
 
 
 def read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFrame:
@@ -69,11 +72,8 @@ def read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFram
 
 
 def with_columns(frame: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
-    """`frame` with every column in `names`: where a run did not write one (an older version's
-    run), NaN for a number, "" for the reason, None for other text."""
-    def empty(name):
-        if name in _SCHEMA and column(name).kind == NUMBER:
-            return float("nan")
-        return "" if name == "reason" else None
-
+    """`frame` with every column in `names` (schema columns: a typo is an error), empty where a
+    run did not write one, e.g. an older version's run."""
+    for name in names:
+        column(name)
     return frame.assign(**{n: empty(n) for n in names if n not in frame.columns})
