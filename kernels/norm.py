@@ -38,8 +38,8 @@ class Norm(Op):
     choices = {"norm": ("layer", "rms")}
     size_axis = "T"
     rung = 50
-    describe = ("LayerNorm and RMSNorm over x (T, D): the unfused formula against one fused "
-                "kernel per row (F.layer_norm / F.rms_norm, torch.compile, Triton)")
+    describe = ("LayerNorm and RMSNorm over x (T, D): the formula op by op against PyTorch's own "
+                "norm, torch.compile and a Triton kernel (one pass over each row where fused)")
     # Per element: layer = mean, centre, square, variance sum, * rstd, * weight, + bias; rms =
     # square, sum, * rstd, * weight. The per-row rsqrt is O(T).
     flops_formula = Formula("(7 if norm == 'layer' else 4) * T*D")

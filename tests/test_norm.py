@@ -66,7 +66,8 @@ def test_unfused_layer_norm_runs_op_by_op_and_functional_in_one(tmp_path):
 
 
 @pytest.mark.parametrize("axes, message", [
-    ({"T": [8], "D": [16], "norm": ["batch"]}, "suite.axes.norm: 'batch' is not a norm; accepted: layer, rms"),
+    ({"T": [8], "D": [16], "norm": ["batch"]},
+     "suite.axes.norm: 'batch' is not a norm; accepted: layer, rms"),
     ({"T": [8], "D": [0], "norm": ["rms"]}, "suite.axes.D: 0 is not a positive integer"),
     ({"T": [8], "D": [16]}, "names \\['D', 'T'\\] must be exactly the op's parameters"),
 ])

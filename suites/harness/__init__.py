@@ -1,2 +1,2 @@
 """The measurement engine: correctness, timing, calibration, the runner and the columns it
-derives; the rows it fills are suites/results'."""
+derives. The rows it fills are defined in suites/results/."""

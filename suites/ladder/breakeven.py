@@ -35,8 +35,8 @@ def breakeven_table(rows: pd.DataFrame, suite: str, baseline: str) -> pd.DataFra
     for row in rows[rows["family"] == "compile"].itertuples():
         b = base.loc[row.case_id] if row.case_id in base.index else None
         entry = {"suite": suite, "case_id": row.case_id, "dtype": row.dtype, "variant": row.variant,
-                 "choice": row.choice, "flops": row.flops, "compile_ms": NAN, "baseline_us": NAN, "compile_us": NAN,
-                 "saved_us": NAN, "calls": NAN}
+                 "choice": row.choice, "flops": row.flops, "compile_ms": NAN, "baseline_us": NAN,
+                 "compile_us": NAN, "saved_us": NAN, "calls": NAN}
         if row.status != Status.OK:
             entry["verdict"] = f"compile {row.status}"
         elif b is None or b["status"] != Status.OK:

@@ -14,12 +14,13 @@ from suites.results.columns import headers
 LADDER = {"suite": "block", "dtype": "dtype", "shape": "shape", "family": "family",
           **headers(["variant", "status", "n_kernels", "device_us", "host_us", "median_us",
                      "speedup"]), "note": "note"}
-FITS = {"variant": "variant", "dtype": "dtype", "choice": "choice", "n_shapes": "shapes", "overhead_us": "overhead us",
-        "tflops": "TFLOP/s", "balance_flops": "FLOPs where work = overhead",
+FITS = {"variant": "variant", "dtype": "dtype", "choice": "choice", "n_shapes": "shapes",
+        "overhead_us": "overhead us", "tflops": "TFLOP/s", "balance_flops": "FLOPs where work = overhead",
         "max_rel_err": "worst fit error", "fit_note": "fit note",
         "crossover": "device time > host time"}
-BREAKEVEN = {**headers(["case_id", "variant", "compile_ms"]), "baseline_us": "baseline us", "compile_us": "compile us", "saved_us": "saved us/call",
-             "calls": "calls", "verdict": "break-even"}
+BREAKEVEN = {**headers(["case_id", "variant", "compile_ms"]), "baseline_us": "baseline us",
+             "compile_us": "compile us", "saved_us": "saved us/call", "calls": "calls",
+             "verdict": "break-even"}
 RUNS = {"run": "run folder", "suite": "suite", "device": "device", "created": "created",
         "timing": "timing", "peaks": "measured peaks"}
 DROPPED = {**headers(["suite", "case_id", "variant"]), "run": "dropped (older) run",
