@@ -25,7 +25,7 @@ RUNS = {"run": "run folder", "suite": "suite", "device": "device", "created": "c
         "timing": "timing", "peaks": "measured peaks"}
 DROPPED = {**headers(["suite", "case_id", "variant"]), "run": "dropped (older) run",
            "created": "its created", "kept_run": "kept run", "kept_created": "kept created"}
-TEXT_COLUMNS = ("suite", "dtype", "shape", "family", "variant", "status", "note", "fit_note",
+TEXT_COLUMNS = ("suite", "dtype", "shape", "family", "variant", "choice", "status", "note", "fit_note",
                 "crossover", "case_id", "verdict", "run", "device", "kept_run", "timing", "peaks")
 INTRO = ("Each block of the ladder at its reference shape (the series' shape, from env.json; on a "
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
