@@ -8,14 +8,13 @@ from typing import Sequence
 import pandas as pd
 
 from suites.errors import ConfigError
-from suites.results.columns import (FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING, MEASUREMENTS,
+from suites.results.columns import (BY_NAME, FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING,
                                     METRICS, SAMPLE_COLUMNS, Status, column, empty, numeric)
 from suites.results.row import ResultRow
 
 MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, FINDINGS_CSV = (
     "measurements.csv", "kernels.csv", "samples.csv", "findings.csv")
 CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
-_SCHEMA = {c.name for c in MEASUREMENTS}
 
 
 def measurements_frame(rows: Sequence[ResultRow]) -> pd.DataFrame:
@@ -44,7 +43,7 @@ def param_columns(frame: pd.DataFrame) -> list[str]:
     one."""
     names = list(frame.columns)
     end = names.index("status") if "status" in names else len(names)
-    return [c for c in names[:end] if c not in _SCHEMA]
+    return [c for c in names[:end] if c not in BY_NAME]
 
 
 def read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFrame:
