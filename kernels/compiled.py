@@ -27,9 +27,9 @@ def compile_prepare(parts: Parts, mode: str | None = None) -> Callable[[Case, In
     """`torch.compile(fn, dynamic=False)`; compilation happens in the first call."""
 
     def prepare(case: Case, inputs: Inputs) -> Call:
-        # A fresh dynamo per case: after 8 recompiles of one function (8 shapes) dynamo
-        # silently falls back to eager, and the sweep would time eager under a compile label.
-        torch._dynamo.reset()
+        # No torch._dynamo.reset() here: it would discard the graphs of the case's other
+        # compile variants, which the interleaved timing rounds call again. The harness
+        # resets dynamo once per case (suites/harness/case_run.py).
         fn, args = parts(case, inputs)
         if mode is None and case.device_type == "cpu":
             # Inductor's C++ kernels then show up in the profile as `cpp_fused_*` ranges, the

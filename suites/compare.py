@@ -4,9 +4,10 @@
     python -m suites.compare results/multirun/<time> other_machine/results --out cmp/
 
 Each side is a run folder or any folder holding run folders (a multirun sweep). Rows are joined
-on (suite, case_id, variant). Where both are ok and have raw samples, a bootstrap confidence
-interval of median(B)/median(A) decides: faster when the whole CI is below 1 - min_effect,
-slower when it is above 1 + min_effect, else same. Every row of either side is listed.
+on (suite, case_id, variant). Where both are ok with at least 3 clean timing rounds a side, a
+95% interval of B/A from the rounds' medians decides: faster when the whole interval is below
+1 - noise floor, slower when it is above 1 + noise floor, else same. Every row of either side
+is listed; noisy rows and rows with too few rounds are "not comparable", with the reason.
 Writes compare.csv, compare.md, compare.html and compare.png; prints the table and the folder.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from suites import cli
-from suites.comparison import bootstrap as bs
+from suites.comparison import round_ratio as rr
 from suites.comparison.loading import load_side
 from suites.comparison.outputs import write_all
 from suites.comparison.plot import write_plot
@@ -34,26 +35,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("run_b", type=Path, help="candidate: a run folder or a folder of runs")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"output folder (default: {DEFAULT_ROOT}/<time>, under the cwd)")
-    parser.add_argument("--resamples", type=int, default=bs.RESAMPLES,
-                        help="bootstrap resamples (default %(default)s)")
-    parser.add_argument("--confidence", type=float, default=bs.CONFIDENCE,
-                        help="confidence level of the interval (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=bs.SEED,
-                        help="seed of the resampling, for reproducible verdicts (default %(default)s)")
-    parser.add_argument("--min-effect", type=float, default=bs.MIN_EFFECT,
-                        help="smallest relative change called faster or slower: the whole CI "
-                             "must clear 1 +- this (default %(default)s)")
+    parser.add_argument("--noise-floor", "--min-effect", dest="noise_floor", type=float,
+                        default=rr.NOISE_FLOOR,
+                        help="smallest relative change called faster or slower: the whole "
+                             "interval must clear 1 +- this (default %(default)s, the A/A drift "
+                             "between runs measured on a shared machine)")
     return parser
 
 
 def _rule(args) -> Rule:
-    if args.resamples < 100:
-        raise ConfigError(f"--resamples {args.resamples}: use at least 100")
-    if not 0.5 <= args.confidence < 1:
-        raise ConfigError(f"--confidence {args.confidence}: use a level in [0.5, 1), e.g. 0.95")
-    if not 0 <= args.min_effect < 1:
-        raise ConfigError(f"--min-effect {args.min_effect}: use a fraction in [0, 1), e.g. 0.02")
-    return Rule(args.resamples, args.confidence, args.seed, args.min_effect)
+    if not 0 <= args.noise_floor < 1:
+        raise ConfigError(f"--noise-floor {args.noise_floor}: use a fraction in [0, 1), e.g. 0.1")
+    return Rule(args.noise_floor)
 
 
 def _out_dir(out: Path | None) -> Path:
@@ -79,11 +72,13 @@ def compare(args) -> Path:
     frame = compare_rows(side_a, side_b, rule)
     summary = summary_lines(frame)
     out_dir = _out_dir(args.out)
-    plot = write_plot(frame, out_dir / "compare.png", rule.min_effect, rule.confidence)
+    plot = write_plot(frame, out_dir / "compare.png", rule.noise_floor)
     table = write_all(out_dir, frame, side_a, side_b, rule, summary, plot)
     print(table)
     print()
     print("\n".join(summary))
+    print(f"noise floor: {rule.noise_floor:.0%} (a verdict needs the whole 95% interval of B/A "
+          f"beyond 1 +- this; from {rule.min_rounds} clean rounds a side)")
     print(f"compare folder: {out_dir}")
     return out_dir
 

@@ -16,7 +16,8 @@ from typing import Sequence
 import pandas as pd
 
 from suites.errors import ConfigError
-from suites.results.tables import CSV_ERRORS, MEASUREMENTS_CSV, SAMPLES_CSV, read_measurements
+from suites.results.tables import (CSV_ERRORS, MEASUREMENTS_CSV, ROUNDS_CSV, SAMPLES_CSV,
+                                   read_measurements)
 
 ENV = "env.json"
 
@@ -26,6 +27,7 @@ class RunFiles:
     folder: Path
     measurements: pd.DataFrame
     samples: pd.DataFrame | None  # None when samples.csv is absent, unreadable or not asked for
+    rounds: pd.DataFrame | None   # rounds.csv, the same way
     env: dict                     # {} when env.json is absent or unreadable (an old or partial run)
 
 
@@ -43,9 +45,9 @@ def find_runs(path: Path) -> list[Path]:
     return runs
 
 
-def _read_samples(folder: Path) -> pd.DataFrame | None:
-    """Raw per-call times; a run from before samples.csv existed simply has none."""
-    file = Path(folder) / SAMPLES_CSV
+def _read_optional(folder: Path, name: str) -> pd.DataFrame | None:
+    """samples.csv or rounds.csv; a run from before they existed simply has none."""
+    file = Path(folder) / name
     if not file.is_file():
         return None
     try:
@@ -62,7 +64,9 @@ def read_env(folder: Path) -> dict:
 
 
 def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -> RunFiles:
-    """One run folder's files; `samples=False` skips samples.csv (the largest, often unneeded)."""
+    """One run folder's files; `samples=False` skips samples.csv and rounds.csv (the largest,
+    often unneeded)."""
     folder = Path(folder)
     return RunFiles(folder, read_measurements(folder, required),
-                    _read_samples(folder) if samples else None, read_env(folder))
+                    _read_optional(folder, SAMPLES_CSV) if samples else None,
+                    _read_optional(folder, ROUNDS_CSV) if samples else None, read_env(folder))

@@ -4,6 +4,7 @@ engine owns its own spec type (TimingSpec in harness/timing.py, ProfileSpec in
 profiling/capture.py); this module only builds them from the config."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -123,9 +124,22 @@ def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
     )
 
 
+def auto_threads() -> tuple[int, str]:
+    """All usable cores but one. With every core in one OpenMP team, another process taking a
+    core stalls the whole team for a scheduler tick at every parallel region (a 10 us matmul
+    timed at 4-16 ms); one core left free absorbs the machine's other work. Measured on a
+    shared 2-core machine: see the README's "Timing on a shared machine"."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, (usable or 1) - 1)
+    return threads, f"auto: {threads} = usable cores ({usable}) - 1, one left for other processes"
+
+
 def timing_spec(cfg: Mapping) -> TimingSpec:
     threads = cfg.get("threads", "auto")
-    threads = torch.get_num_threads() if threads == "auto" else positive_int(threads, "timing.threads")
+    if threads == "auto":
+        threads, rule = auto_threads()
+    else:
+        threads, rule = positive_int(threads, "timing.threads"), "set: timing.threads"
     budget = cfg.get("budget_s")
     if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
         raise ConfigError(f"timing.budget_s: {budget!r} is not a positive number of seconds")
@@ -136,6 +150,7 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
         warmup_calls=positive_int(cfg.get("warmup_calls"), "timing.warmup_calls"),
         compile_warmup_calls=positive_int(cfg.get("compile_warmup_calls"), "timing.compile_warmup_calls"),
         l2_flush=bool(cfg.get("l2_flush", True)), threads=threads,
+        rounds=positive_int(cfg.get("rounds", 5), "timing.rounds"), threads_rule=rule,
     )
     if spec.max_samples < spec.min_samples:
         raise ConfigError(f"timing.max_samples: {spec.max_samples} is below timing.min_samples "

@@ -17,3 +17,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """As the harness does per case: after 8 shapes of one function dynamo silently falls back
+    to eager, and tests compile the same block functions at many shapes."""
+    torch._dynamo.reset()
+    yield

@@ -7,7 +7,7 @@ from kernels import registry
 from kernels.base import Case
 from suites.analyze import main
 from suites.benchmarks.big_trace import write_big_trace
-from suites.harness.measure import measure
+from suites.harness.case_run import measure
 from suites.profiling.capture import ProfileSpec
 from specs import run_spec
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE

@@ -10,7 +10,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from kernels import registry
 from kernels.base import Case
-from suites.harness.measure import measure
+from suites.harness.case_run import measure
 from suites.results.columns import Status
 from specs import PROFILE, run_spec
 

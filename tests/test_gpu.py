@@ -5,7 +5,7 @@ import torch
 
 from kernels import registry
 from kernels.base import Case
-from suites.harness.measure import measure
+from suites.harness.case_run import measure
 from suites.harness.timing import TimingSpec
 from suites.profiling.capture import ProfileSpec
 from specs import run_spec

@@ -11,7 +11,8 @@ from kernels import registry
 from kernels.base import Case, Variant
 from suites.harness import timing
 from suites.harness.correctness import compare
-from suites.harness.measure import NOT_TIMED_INTERPRETED, NOT_TIMED_INTERPRETER_ON, measure
+from suites.harness.case_run import measure
+from suites.harness.measure import NOT_TIMED_INTERPRETED, NOT_TIMED_INTERPRETER_ON
 from suites.results.columns import Status
 from specs import NO_PROFILE, PROFILE, QUICK, run_spec
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from kernels import registry
 from kernels.base import Case
 from suites.errors import ConfigError
-from suites.harness.measure import measure
+from suites.harness.case_run import measure
 from suites.shape_config import axes_shapes, reference_shape, square_shapes
 from specs import PROFILE, run_spec
 

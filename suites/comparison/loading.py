@@ -1,4 +1,5 @@
-"""One side of a comparison: every run folder under a path, their rows, raw samples and env.json.
+"""One side of a comparison: every run folder under a path, their rows, clean round medians (from
+samples.csv and rounds.csv) and env.json.
 
 A side is a run folder or any folder holding run folders (a multirun sweep, a results/ tree);
 run folders are found by their measurements.csv. Each (suite, case_id, variant) must appear
@@ -27,8 +28,8 @@ class Side:
     path: Path                      # as the user gave it
     runs: list[Path]                # run folders found under it, sorted
     rows: pd.DataFrame              # measurements.csv rows of every run, plus a `run` column
-    samples: dict[tuple, np.ndarray] = field(default_factory=dict)  # key -> time_us
-    envs: list[dict] = field(default_factory=list)                   # env.json per run
+    rounds: dict[tuple, np.ndarray] = field(default_factory=dict)  # key -> clean round medians
+    envs: list[dict] = field(default_factory=list)                  # env.json per run
 
 
 def _find_runs(path: Path) -> list[Path]:
@@ -39,12 +40,20 @@ def _find_runs(path: Path) -> list[Path]:
     return find_runs(path)
 
 
-def _samples(samples: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
-    if samples is None or not set(KEY + ("time_us",)) <= set(samples.columns):
+def round_medians(samples: pd.DataFrame | None, rounds: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
+    """key -> the median of each clean round. Rounds that rounds.csv marks as not clean are left
+    out; a run without a `round` column (from before rounds) has no round data at all."""
+    if samples is None or not set(KEY + ("round", "time_us")) <= set(samples.columns):
         return {}
-    samples = samples[np.isfinite(samples["time_us"]) & (samples["time_us"] > 0)]
-    return {key: group["time_us"].to_numpy(dtype=float)
-            for key, group in samples.groupby(list(KEY), sort=False)}
+    times = pd.to_numeric(samples["time_us"], errors="coerce")
+    samples = samples[np.isfinite(times) & (times > 0)].assign(time_us=times)
+    medians = samples.groupby([*KEY, "round"], sort=False)["time_us"].median()
+    if rounds is not None and set(KEY + ("round", "state")) <= set(rounds.columns):
+        state = rounds.set_index([*KEY, "round"])["state"]
+        clean = state[state == "clean"].index
+        medians = medians[medians.index.isin(clean)]
+    return {key: group.to_numpy(dtype=float)
+            for key, group in medians.groupby(level=list(range(len(KEY))), sort=False)}
 
 
 def _check_duplicates(rows: pd.DataFrame, label: str) -> None:
@@ -67,10 +76,10 @@ def load_side(path: Path, label: str) -> Side:
         raise ConfigError(f"{label}: {exc}") from None
     rows = pd.concat([f.measurements.assign(run=str(f.folder)) for f in files], ignore_index=True)
     _check_duplicates(rows, label)
-    samples: dict[tuple, np.ndarray] = {}
+    rounds: dict[tuple, np.ndarray] = {}
     for f in files:
-        samples.update(_samples(f.samples))
-    return Side(label, path, runs, rows, samples, [f.env for f in files])
+        rounds.update(round_medians(f.samples, f.rounds))
+    return Side(label, path, runs, rows, rounds, [f.env for f in files])
 
 
 def _joined(values) -> str:

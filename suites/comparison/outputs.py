@@ -18,17 +18,19 @@ tr.not-comparable td,tr.only-in-a td,tr.only-in-b td{color:#777}
 """
 HTML_COLUMNS = {"case_id": "case", "variant": "variant", "median_a_us": "A median us",
                 "median_b_us": "B median us", "ratio": "B/A", "ci": "CI", "verdict": "verdict",
-                "n": "samples A/B", "status": "status A/B", "note": "note"}
+                "n": "rounds A/B", "status": "status A/B", "note": "note"}
 
 
 def rule_text(rule: Rule) -> str:
-    return (f"B/A is B's median time per call over A's: below 1, B is faster. The verdict comes "
-            f"from a {rule.confidence:.0%} percentile bootstrap CI of that ratio ({rule.resamples} "
-            f"resamples of each side's raw samples, seed {rule.seed}): faster when the whole CI "
-            f"is below {1 - rule.min_effect:.3g}, slower when it is all above "
-            f"{1 + rule.min_effect:.3g}, otherwise same. The {rule.min_effect:.0%} margin is there "
-            "because on a shared, noisy machine a CI that excludes 1 by a fraction of a percent "
-            "is not a difference that reruns reproduce.")
+    return (f"B/A is B's time per call over A's: below 1, B is faster. The unit of evidence is a "
+            f"timing round's median (the calls of one round share one machine state): each side "
+            f"needs {rule.min_rounds} clean rounds, and Welch's t gives a 95% interval of B/A from "
+            f"the two sides' round medians (in logs). The verdict is faster when the whole "
+            f"interval is below {1 - rule.noise_floor:.3g}, slower when it is all above "
+            f"{1 + rule.noise_floor:.3g}, otherwise same. The noise floor, "
+            f"{rule.noise_floor:.0%}, is there because two runs of one commit minutes apart land "
+            "in different machine states by more than their rounds show (the README's A/A "
+            "measurement).")
 
 
 def _num(value, digits: int = 4) -> str:

@@ -1,4 +1,4 @@
-"""compare.png: one horizontal line per compared row, B/A time ratio with its bootstrap CI on a
+"""compare.png: one horizontal line per compared row, B/A time ratio with its 95% interval on a
 log axis (2x faster and 2x slower sit at the same distance from 1), colored by verdict. Rows
 are stacked vertically with their labels on the left, so 100 rows stay readable."""
 from __future__ import annotations
@@ -32,15 +32,15 @@ def _empty(path: Path, message: str) -> Path:
     return path
 
 
-def write_plot(frame: pd.DataFrame, path: Path, min_effect: float, confidence: float) -> Path:
+def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     rows = frame[frame["verdict"].isin(COLORS)].reset_index(drop=True)
     if rows.empty:
-        return _empty(path, "No row was comparable (ok on both sides, with raw samples).")
+        return _empty(path, "No row was comparable (ok on both sides, with enough clean rounds).")
     n = len(rows)
     fig, ax = plt.subplots(figsize=(9, 1.9 + ROW_INCHES * n))
     y = np.arange(n)[::-1]  # first row on top, in the table's order
-    ax.axvspan(1 - min_effect, 1 + min_effect, color="#dddddd", alpha=0.6, lw=0,
-               label=f"+-{min_effect:.0%}: called the same")
+    ax.axvspan(1 - floor, 1 + floor, color="#dddddd", alpha=0.6, lw=0,
+               label=f"+-{floor:.0%} noise floor: called the same")
     ax.axvline(1.0, color="black", linewidth=0.8)
     for verdict, color in COLORS.items():
         pick = (rows["verdict"] == verdict).to_numpy()
@@ -54,8 +54,8 @@ def write_plot(frame: pd.DataFrame, path: Path, min_effect: float, confidence: f
     ax.set_yticklabels(_labels(rows), fontsize=7 if n > 40 else 8)
     ax.set_ylim(-0.7, n - 0.3)
     ax.set_xscale("log")
-    low = min(rows["ci_low"].min(), 1 - 2 * min_effect)
-    high = max(rows["ci_high"].max(), 1 + 2 * min_effect)
+    low = min(rows["ci_low"].min(), 1 - 2 * floor)
+    high = max(rows["ci_high"].max(), 1 + 2 * floor)
     ax.set_xlim(low / 1.15, high * 1.15)
     # Decades are too coarse for a +-10% comparison: evenly spaced ticks read better there.
     ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)) if high / low > 4
@@ -63,8 +63,8 @@ def write_plot(frame: pd.DataFrame, path: Path, min_effect: float, confidence: f
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.set_xlabel("B / A median time per call (left of 1: B faster)")
-    ax.set_title(f"B vs A per row: ratio of medians with {confidence:.0%} bootstrap CI", fontsize=10)
+    ax.set_xlabel("B / A time per call (left of 1: B faster)")
+    ax.set_title("B vs A per row: ratio with its 95% interval from the timing rounds", fontsize=10)
     # Legend in its own strip under the axes, so it never covers a row.
     height = 1.9 + ROW_INCHES * n
     fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8,

@@ -1,5 +1,6 @@
 """The join of A and B: one row per (suite, case_id, variant) found on either side, nothing
-dropped; rows that cannot be compared say why in `note`."""
+dropped; rows that cannot be compared say why in `note` (a `noisy` row, too few clean rounds,
+a row only one side has). `n_a`, `n_b`: the clean rounds each side's verdict rests on."""
 from __future__ import annotations
 
 import math
@@ -7,22 +8,19 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from suites.comparison import bootstrap as bs
+from suites.comparison import round_ratio as rr
 from suites.comparison.loading import Side
 from suites.results.columns import KEY, Status
 
 COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
            "ci_low", "ci_high", "verdict", "n_a", "n_b", "status_a", "status_b", "note"]
 NAN = float("nan")
-FEW_SAMPLES = 20
 
 
 @dataclass(frozen=True)
 class Rule:
-    resamples: int = bs.RESAMPLES
-    confidence: float = bs.CONFIDENCE
-    seed: int = bs.SEED
-    min_effect: float = bs.MIN_EFFECT
+    noise_floor: float = rr.NOISE_FLOOR
+    min_rounds: int = rr.MIN_ROUNDS
 
 
 def _value(row, column):
@@ -37,45 +35,30 @@ def _status_note(label: str, row) -> str:
     return f"{label} {row['status']}" + (f": {reason}" if reason else "")
 
 
-def _sample_problem(label: str, n: int) -> str | None:
-    if n == 0:
-        return f"no raw samples in {label} (samples.csv missing or without this row)"
-    if n < bs.MIN_SAMPLES:
-        return f"too few samples in {label} ({n} < {bs.MIN_SAMPLES})"
-    return None
-
-
-def _judge(out: dict, a_samples, b_samples, rule: Rule) -> None:
+def _judge(out: dict, a_rounds, b_rounds, rule: Rule) -> None:
     """Fill ratio, CI, verdict and note for a row that is ok on both sides."""
-    problems = [p for p in (_sample_problem("A", out["n_a"]), _sample_problem("B", out["n_b"]))
-                if p]
-    if problems:
+    if min(out["n_a"], out["n_b"]) < rule.min_rounds:
         # Still show the ratio of the recorded medians: useful, just not a decision.
         a, b = out["median_a_us"], out["median_b_us"]
         out["ratio"] = b / a if a and b and a > 0 else NAN
         out["verdict"] = "not comparable"
-        out["note"] = "; ".join(problems) + ": ratio of recorded medians, no CI"
+        out["note"] = (f"too few rounds (A {out['n_a']}, B {out['n_b']}; {rule.min_rounds} clean "
+                       "rounds a side needed): ratio of recorded medians, no CI")
         return
-    ci = bs.ratio_ci(a_samples, b_samples, rule.resamples, rule.confidence, rule.seed)
+    ci = rr.ratio_ci(a_rounds, b_rounds)
     out.update(ratio=ci.ratio, ci_low=ci.low, ci_high=ci.high,
-               verdict=bs.verdict(ci, rule.min_effect))
-    notes = [bs.same_note(ci, rule.min_effect) if out["verdict"] == "same" else ""]
-    fewest = min(out["n_a"], out["n_b"])
-    if fewest < FEW_SAMPLES:
-        # A percentile bootstrap of a median of a handful of values is too narrow more often
-        # than its level says, and one stalled call moves it: say so rather than hide it.
-        notes.append(f"only {fewest} samples on one side: the CI is approximate")
-    out["note"] = "; ".join(n for n in notes if n)
+               verdict=rr.verdict(ci, rule.noise_floor))
+    out["note"] = rr.same_note(ci, rule.noise_floor) if out["verdict"] == "same" else ""
 
 
 def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
-    a_samples, b_samples = side_a.samples.get(key), side_b.samples.get(key)
+    a_rounds, b_rounds = side_a.rounds.get(key), side_b.rounds.get(key)
     out = dict(zip(KEY, key))
     out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
                median_a_us=_value(a, "median_us"), median_b_us=_value(b, "median_us"),
                ratio=NAN, ci_low=NAN, ci_high=NAN,
-               n_a=0 if a_samples is None else len(a_samples),
-               n_b=0 if b_samples is None else len(b_samples),
+               n_a=0 if a_rounds is None else len(a_rounds),
+               n_b=0 if b_rounds is None else len(b_rounds),
                status_a=_value(a, "status"), status_b=_value(b, "status"), note="")
     if a is None or b is None:
         label, row = ("B", b) if a is None else ("A", a)
@@ -89,7 +72,7 @@ def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
             out["note"] = "; ".join(_status_note(label, row) for label, row in (("A", a), ("B", b))
                                     if row["status"] != Status.OK)
     else:
-        _judge(out, a_samples, b_samples, rule)
+        _judge(out, a_rounds, b_rounds, rule)
     return out
 
 

@@ -30,6 +30,10 @@ class Code(StrEnum):
     QUEUE_EMPTY = "queue_empty"
     # timing (noise.py)
     NOISY_TIMING = "noisy_timing"
+    # across a row's passes and rounds, after the sweep (rows.py)
+    ABOVE_PEAK = "above_peak"
+    PASSES_DISAGREE = "passes_disagree"
+    ROUNDS_DROPPED = "rounds_dropped"
 
 
 class Severity(StrEnum):

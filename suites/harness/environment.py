@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from suites.harness.contention import cpu_times
+
 
 def _cpu_model() -> str:
     try:
@@ -46,24 +48,14 @@ def load_average() -> float | None:
         return None
 
 
-def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs from /proc/stat, or None off Linux."""
-    try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
 def cores_used_by_others(interval_s: float = 0.25) -> float | None:
     """Cores other processes keep busy, sampled while this one sleeps. The load average would
     count this process itself (in a multirun the previous job just ran), so it is not used."""
-    first = _cpu_times()
+    first = cpu_times()
     if first is None:
         return None
     time.sleep(interval_s)
-    second = _cpu_times()
+    second = cpu_times()
     total = second[1] - first[1]
     return (second[0] - first[0]) / total * (os.cpu_count() or 1) if total > 0 else None
 
@@ -107,3 +99,17 @@ def describe(device: str, threads: int) -> dict:
             "capability": f"{props.major}.{props.minor}",
         })
     return info
+
+
+def rounds_summary(rounds: list[dict], outcomes) -> dict:
+    """For env.json and the report's banner: how many timing rounds were clean, how many were
+    not and why, which cases were re-measured, and how many rows ended noisy."""
+    states: dict[str, int] = {}
+    for r in rounds:
+        states[r["state"]] = states.get(r["state"], 0) + 1
+    return {
+        "shares": len(rounds),  # one per variant per round
+        "states": states,
+        "remeasured_cases": [o.case.id for o in outcomes if o.remeasured],
+        "noisy_rows": sum(1 for o in outcomes for row in o.rows if row.status == "noisy"),
+    }

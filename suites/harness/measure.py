@@ -1,12 +1,14 @@
-"""One (case, variant): support check, first call, correctness, timing, profiling.
+"""One (case, variant) before and after the timing rounds: support check, first call,
+correctness and warm-up (`prepare`), then the profiling pass (`profile`).
 
 Whatever happens, the result is a row: `skipped` with the reason the variant or the harness
-gave, `failed` with the exception, `incorrect` with the error numbers (and not timed), or `ok`.
+gave, `failed` with the exception, `incorrect` with the error numbers (and not timed); the
+rest become contenders in the case's timing rounds (suites/harness/case_run.py).
 """
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -15,6 +17,7 @@ from kernels.base import Case, Op, Variant
 from kernels.triton.runtime import kernels_interpreted
 from suites.harness import correctness, timing
 from suites.harness.derived import new_row
+from suites.harness.rounds import SELF_WARMING_US, Contender
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.capture import capture
 from suites.profiling.op_kinds import sdpa_backend
@@ -33,10 +36,13 @@ NOT_TIMED_INTERPRETER_ON = ("TRITON_INTERPRET=1 is set: the Triton kernels run i
 
 
 @dataclass
-class Outcome:
+class Prepared:
+    """A variant after its first call and correctness check: either a final row (skipped,
+    failed, incorrect) or a contender for the timing rounds."""
+
     row: ResultRow
-    samples_us: list[float] = field(default_factory=list)
-    profile: CallProfile | None = None
+    variant: Variant
+    contender: Contender | None = None
 
 
 def not_timed_here(variant: Variant, case: Case) -> str | None:
@@ -53,7 +59,7 @@ def _generator(case: Case, offset: int) -> torch.Generator:
     return torch.Generator(device=case.device).manual_seed(case.seed * 1000 + offset)
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
@@ -76,26 +82,26 @@ def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]
     return out_dir / "traces" / f"{stem}.json.gz", out_dir / "tables" / f"{stem}.txt"
 
 
-def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
-            baseline_err: float | None) -> Outcome:
+def prepare(op: Op, variant: Variant, case: Case, spec: RunSpec,
+            baseline_err: float | None) -> Prepared:
+    """Support check, inputs, the first call, the correctness check and the warm-up calls."""
     row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
     reason = not_timed_here(variant, case) or variant.supports(case)
     if reason:
         row.status, row.reason = Status.SKIPPED, reason
-        return Outcome(row)
+        return Prepared(row, variant)
     try:
         with variant.scope():
-            return _measure(op, variant, case, spec, baseline_err, row)
+            call = _prepare(op, variant, case, spec, baseline_err, row)
     except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
-        row.status, row.reason = Status.FAILED, _short(exc)
-        return Outcome(row)
-    finally:
-        gc.collect()
-        if case.device_type == "cuda":
-            torch.cuda.empty_cache()
+        row.status, row.reason = Status.FAILED, short_error(exc)
+        return Prepared(row, variant)
+    if call is None:
+        return Prepared(row, variant)
+    return Prepared(row, variant, Contender(variant.name, call, variant.scope))
 
 
-def _measure(op, variant, case, spec, baseline_err, row: ResultRow) -> Outcome:
+def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
     device_type = case.device_type
     inputs = op.make_inputs(case, _generator(case, 0))
     call = variant.prepare(case, inputs)
@@ -107,25 +113,39 @@ def _measure(op, variant, case, spec, baseline_err, row: ResultRow) -> Outcome:
     row.check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
     if not row.check.passed:
         row.status, row.reason = Status.INCORRECT, row.check.problem
-        return Outcome(row)
+        return None
+    if variant.family == "compile":  # guards and autotuning settle over a few calls
+        timing.warm_up(call, device_type, spec.timing.compile_warmup_calls)
+    else:
+        timing.warm_up(call, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
+    return call
 
-    warmup = spec.timing.compile_warmup_calls if variant.family == "compile" else spec.timing.warmup_calls
-    samples = timing.sample_calls(call, device_type, spec.timing, warmup)
-    cache = ("cold" if spec.timing.l2_flush else "hot") if device_type == "cuda" else "n/a"
-    row.timing = timing.summarize(samples, cache)
 
-    profile = None
-    if spec.profile.enabled:
-        trace_path, table_path = artifact_paths(spec.out_dir, case, variant.name)
-        try:
+def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None:
+    """The profiling pass of a timed variant: the trace, its table and the row's profile part.
+    A failure leaves the timing standing and says why the profile columns are empty."""
+    row, contender = prepared.row, prepared.contender
+    if not spec.profile.enabled or contender is None or contender.failed:
+        return None
+    trace_path, table_path = artifact_paths(spec.out_dir, case, row.variant)
+    try:
+        with contender.scope():
             # The same cold L2 as the timing pass, so device time and the median compare.
-            capture(call, variant.name, device_type, spec.profile, trace_path, table_path,
-                    before_call=timing.l2_flusher(spec.timing, device_type))
-            profile = CallProfile(analyze(read_trace(trace_path), label=variant.name))
-            row.profile = ProfileStats(**profile.metrics(),
-                                       backend=sdpa_backend(profile.ops_per_call()),
-                                       trace=str(trace_path.relative_to(spec.out_dir)),
-                                       table=str(table_path.relative_to(spec.out_dir)))
-        except Exception as exc:  # the timing stands; say why the profile columns are empty
-            row.reason = f"profiling failed: {_short(exc)}"
-    return Outcome(row, samples, profile)
+            capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
+                    table_path, before_call=timing.l2_flusher(spec.timing, case.device_type))
+        result = CallProfile(analyze(read_trace(trace_path), label=row.variant))
+        row.profile = ProfileStats(**result.metrics(),
+                                   backend=sdpa_backend(result.ops_per_call()),
+                                   trace=str(trace_path.relative_to(spec.out_dir)),
+                                   table=str(table_path.relative_to(spec.out_dir)))
+        return result
+    except Exception as exc:
+        row.reason = f"profiling failed: {short_error(exc)}"
+        return None
+
+
+def release(case: Case) -> None:
+    """After a case: free its tensors before the next case allocates."""
+    gc.collect()
+    if case.device_type == "cuda":
+        torch.cuda.empty_cache()

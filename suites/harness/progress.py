@@ -1,4 +1,4 @@
-"""A progress line per (case, variant): which one is running, then what it measured."""
+"""A progress line per case: which case is running, then what each variant measured."""
 from __future__ import annotations
 
 import math
@@ -12,21 +12,27 @@ class Progress:
         self.total, self.enabled, self.stream = total, enabled, stream
         self.done, self.started = 0, 0.0
 
-    def start(self, case_id: str, variant: str) -> None:
-        self.started = time.perf_counter()
+    def _print(self, text: str, **kwargs) -> None:
         if self.enabled:
-            width = len(str(self.total))
-            print(f"[{self.done + 1:>{width}}/{self.total}] {case_id:<24} {variant:<22}",
-                  end="", file=self.stream, flush=True)
+            print(text, file=self.stream, flush=True, **kwargs)
 
-    def finish(self, row: ResultRow) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        seconds = time.perf_counter() - self.started
-        median = row.value("median_us")
-        if row.ok and not math.isnan(median):
-            detail = f"{median:12.1f} us"
-        else:
-            detail = f"{row.status}: {row.reason}"[:90]
-        print(f" {detail}   ({seconds:.1f} s)", file=self.stream, flush=True)
+    def start(self, case_id: str, n_variants: int) -> None:
+        self.started = time.perf_counter()
+        width = len(str(self.total))
+        self._print(f"[{self.done + 1:>{width}}-{min(self.total, self.done + n_variants):>{width}}"
+                    f"/{self.total}] {case_id}")
+        self.done += n_variants
+
+    def again(self, case_id: str) -> None:
+        self.started = time.perf_counter()
+        self._print(f"[re-measure] {case_id}: too few clean timing rounds, timed again")
+
+    def finish(self, rows: list[ResultRow]) -> None:
+        for row in rows:
+            median = row.value("median_us")
+            if row.ok and not math.isnan(median):
+                detail = f"{median:12.1f} us   {row.value('rounds'):.0f} clean rounds"
+            else:
+                detail = f"{row.status}: {row.reason}"[:100]
+            self._print(f"    {row.variant:<22} {detail}")
+        self._print(f"    ({time.perf_counter() - self.started:.1f} s)")

@@ -1,7 +1,12 @@
 """The timing pass: warm-up, then one sample per call until the budget and the minimum count are
-met. Never run under the profiler. Raw samples are kept; the summary is median, p10, p90, min."""
+met. Never run under the profiler. Raw samples are kept; the summary is median, p10, p90, min.
+
+The runner splits a case's budget into rounds (suites/harness/rounds.py): each round times every
+variant once, with `Budget` the share of the budget, samples and calls of one variant in one
+round."""
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -23,16 +28,37 @@ class TimingSpec:
     compile_warmup_calls: int  # compile variants settle after a few calls (guards, autotune)
     l2_flush: bool  # CUDA: flush L2 between calls, so each call starts cold
     threads: int  # CPU threads, set explicitly (torch.utils.benchmark defaults to 1)
+    rounds: int = 1  # the budget is split across this many interleaved rounds (ABC BCA CAB ...)
+    threads_rule: str = "set"  # how `threads` was chosen, for env.json and the report
+
+    def per_round(self) -> "Budget":
+        """One variant's share of one round: the budget split evenly, and enough samples for
+        the round to have a median of its own."""
+        return Budget(self.budget_s / self.rounds, max(1, math.ceil(self.min_samples / self.rounds)),
+                      max(1, math.ceil(self.max_samples / self.rounds)))
+
+    def whole(self) -> "Budget":
+        return Budget(self.budget_s, self.min_samples, self.max_samples)
 
 
-def summarize(samples_us: list[float], cache: str = "n/a") -> TimingStats:
-    """Median, p10, p90, min and the spread (IQR / median) of per-call samples."""
+@dataclass(frozen=True)
+class Budget:
+    seconds: float  # keep sampling until this much time is spent...
+    min_samples: int  # ...and at least this many samples are taken
+    max_samples: int
+
+
+def summarize(samples_us: list[float], cache: str = "n/a", rounds: int = 1,
+              rounds_dropped: int = 0) -> TimingStats:
+    """Median, p10, p90, min and the spread (IQR / median) of per-call samples (the samples of
+    `rounds` clean rounds; `rounds_dropped` more were not used)."""
     t = torch.tensor(samples_us, dtype=torch.float64)
     median, p25, p75 = (float(t.quantile(q)) for q in (0.5, 0.25, 0.75))
     return TimingStats(
         n_samples=len(samples_us), median_us=median,
         p10_us=float(t.quantile(0.1)), p90_us=float(t.quantile(0.9)), min_us=float(t.min()),
         iqr_rel=(p75 - p25) / median if median else float("nan"), cache=cache,
+        rounds=rounds, rounds_dropped=rounds_dropped,
     )
 
 
@@ -50,15 +76,27 @@ def time_first_call(call, device_type: str) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _enough(n: int, elapsed_s: float, spec: TimingSpec) -> bool:
-    return n >= spec.max_samples or (n >= spec.min_samples and elapsed_s >= spec.budget_s)
+def warm_up(call, device_type: str, calls: int, stop_after_us: float | None = None) -> None:
+    """Untimed calls; with `stop_after_us`, stop as soon as one call takes that long (a call of
+    tens of milliseconds warms its caches by itself: more would only spend the budget)."""
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        sync(device_type)
+        if stop_after_us is not None and (time.perf_counter() - start) * 1e6 >= stop_after_us:
+            break
+    sync(device_type)
 
 
-def _cpu_samples(call, spec: TimingSpec) -> list[float]:
+def _enough(n: int, elapsed_s: float, budget: Budget) -> bool:
+    return n >= budget.max_samples or (n >= budget.min_samples and elapsed_s >= budget.seconds)
+
+
+def _cpu_samples(call, budget: Budget) -> list[float]:
     samples: list[float] = []
     start = time.perf_counter_ns()
     now = start
-    while not _enough(len(samples), (now - start) / 1e9, spec):
+    while not _enough(len(samples), (now - start) / 1e9, budget):
         t0 = time.perf_counter_ns()
         call()
         now = time.perf_counter_ns()
@@ -74,12 +112,11 @@ def l2_flusher(spec: TimingSpec, device_type: str):
     return buffer.zero_
 
 
-def _cuda_samples(call, spec: TimingSpec) -> list[float]:
-    flush = l2_flusher(spec, "cuda")
+def _cuda_samples(call, budget: Budget, flush) -> list[float]:
     # Estimate the per-call time from a few calls, then take as many as the budget allows.
     probe = _cuda_batch(call, 3, flush)
     per_call_s = max(sorted(probe)[1] / 1e6, 1e-6)
-    n = int(min(spec.max_samples, max(spec.min_samples, spec.budget_s / per_call_s)))
+    n = int(min(budget.max_samples, max(budget.min_samples, budget.seconds / per_call_s)))
     return _cuda_batch(call, n, flush)
 
 
@@ -104,11 +141,14 @@ def _cuda_batch(call, n: int, flush) -> list[float]:
     return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
 
 
-def sample_calls(call, device_type: str, spec: TimingSpec, warmup_calls: int) -> list[float]:
-    """Per-call samples in microseconds, after `warmup_calls` untimed calls."""
+def sample_calls(call, device_type: str, spec: TimingSpec, warmup_calls: int,
+                 budget: Budget | None = None, flush=None) -> list[float]:
+    """Per-call samples in microseconds, after `warmup_calls` untimed calls; the whole budget of
+    `spec` unless `budget` gives a round's share (and `flush`, the round's L2 flusher)."""
     for _ in range(warmup_calls):
         call()
     sync(device_type)
+    budget = budget or spec.whole()
     if device_type == "cuda":
-        return _cuda_samples(call, spec)
-    return _cpu_samples(call, spec)
+        return _cuda_samples(call, budget, flush or l2_flusher(spec, "cuda"))
+    return _cpu_samples(call, budget)

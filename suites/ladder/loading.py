@@ -22,7 +22,8 @@ from suites.run_folders import find_runs, read_run
 REQUIRED = ["family", "dtype"]  # besides KEY and status
 # What the ladder reads; a run from an older version may lack some of them (NaN then).
 USED = ["device", "median_us", "host_us", "device_us", "n_kernels", "flops", "bytes",
-        "intensity", "tflops", "speedup", "first_call_ms", "compile_ms", "reason"]
+        "intensity", "tflops", "speedup", "speedup_low", "speedup_high", "device_ratio",
+        "first_call_ms", "compile_ms", "reason"]
 
 
 @dataclass
@@ -46,8 +47,9 @@ class SuiteInfo:
 class Collection:
     root: Path
     runs: list[Run]
-    rows: pd.DataFrame       # one row per (suite, case_id, variant), plus `run`, `created`
-    #                          and `choice` (the case's categorical parameters: `norm=rms`)
+    rows: pd.DataFrame       # one row per (suite, case_id, variant), plus `run`, `created`,
+    #                          `choice` (the case's categorical parameters: `norm=rms`) and
+    #                          `paired` (False: the speedup's baseline came from another run)
     dropped: pd.DataFrame    # older duplicates: KEY + run, created, kept_run, kept_created
     suites: dict[str, SuiteInfo] = field(default_factory=dict)  # in ladder order
 
@@ -98,13 +100,26 @@ def _baseline(rows: pd.DataFrame) -> str:
     return str(eager.iloc[0] if len(eager) else rows["variant"].iloc[0])
 
 
-def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.Series:
-    """Recomputed after the merge, so a kept row is compared with the kept baseline."""
+def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
+    """speedup, its interval and device_ratio against the kept baseline. A row whose baseline was
+    kept from the same run keeps its own paired speedup (timed in the same rounds); one whose
+    baseline comes from another run gets the ratio of the two medians, unpaired, no interval,
+    and `paired` False, so the table can say so."""
     ok = rows["status"] == Status.OK
     is_base = ok & (rows["variant"] == rows["suite"].map(baselines))
-    base = rows[is_base].set_index(["suite", "case_id"])["median_us"]
-    base_median = pd.Series(list(zip(rows["suite"], rows["case_id"]))).map(base).to_numpy(float)
-    return pd.Series(np.where(ok, base_median / rows["median_us"], np.nan), index=rows.index)
+    base = rows[is_base].set_index(["suite", "case_id"])
+    keys = pd.Series(list(zip(rows["suite"], rows["case_id"])), index=rows.index)
+    base_run = keys.map(base["run"])
+    paired = ok & (base_run == rows["run"]) & rows["speedup"].notna()
+    unpaired = keys.map(base["median_us"]).astype(float) / rows["median_us"]
+    device = keys.map(base["device_us"]).astype(float) / rows["device_us"]
+    out = pd.DataFrame(index=rows.index)
+    out["speedup"] = np.where(paired, rows["speedup"], np.where(ok, unpaired, np.nan))
+    out["speedup_low"] = np.where(paired, rows["speedup_low"], np.nan)
+    out["speedup_high"] = np.where(paired, rows["speedup_high"], np.nan)
+    out["device_ratio"] = np.where(ok, device, np.nan)
+    out["paired"] = paired | ~ok
+    return out
 
 
 def _choices(rows: pd.DataFrame, suites: dict[str, SuiteInfo]) -> pd.Series:
@@ -144,6 +159,7 @@ def load(path: Path) -> Collection:
     ladder = registry.op_names()
     names = [n for n in ladder if n in names] + sorted(n for n in names if n not in ladder)
     suites = {n: _suite_info(n, rows[rows["suite"] == n], runs) for n in names}
-    rows["speedup"] = _speedups(rows, {n: s.baseline for n, s in suites.items()})
+    speedups = _speedups(rows, {n: s.baseline for n, s in suites.items()})
+    rows[list(speedups.columns)] = speedups
     rows["choice"] = _choices(rows, suites)
     return Collection(path, runs, rows, dropped, suites)

@@ -8,12 +8,13 @@ import os
 import pandas as pd
 
 from suites.report import html_page as hp
+from suites.report.banner import banner_html, banner_lines
 from suites.results.columns import headers
 
 # The ladder's own columns, and measurement columns under the schema's headers.
 LADDER = {"suite": "block", "dtype": "dtype", "shape": "shape", "family": "family",
           **headers(["variant", "status", "n_kernels", "device_us", "host_us", "median_us",
-                     "speedup"]), "note": "note"}
+                     "speedup", "speedup_low", "speedup_high", "device_ratio"]), "note": "note"}
 FITS = {"variant": "variant", "dtype": "dtype", "choice": "choice", "n_shapes": "shapes",
         "overhead_us": "overhead us", "tflops": "TFLOP/s", "balance_flops": "FLOPs where work = overhead",
         "max_rel_err": "worst fit error", "fit_note": "fit note",
@@ -31,7 +32,10 @@ INTRO = ("Each block of the ladder at its reference shape (the series' shape, fr
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
          "(the fastest ok variant where a family has several). Times are per call in microseconds: "
          "median of the timing pass; device us and host us from the profiled pass (on a CPU, device "
-         "us is the compute ops' self time). Speedup = baseline median / variant median, same case.")
+         "us is the compute ops' self time). Speedup: baseline time / variant time, paired per timing round "
+         "(both timed in the same rounds of one run), with its 95% interval; device ratio: the "
+         "same ratio of the profile pass's device time, a separate pass, never mixed into the "
+         "speedup; the note says when the two disagree by more than 1.5x.")
 
 
 def num(value, column: str = "") -> str:
@@ -39,7 +43,8 @@ def num(value, column: str = "") -> str:
         return "-"
     if not isinstance(value, (int, float)):
         return str(value)
-    if column == "speedup":  # two decimals, but never a 0.00x for a 500x slowdown
+    if column in ("speedup", "speedup_low", "speedup_high", "device_ratio"):
+        # two decimals, but never a 0.00x for a 500x slowdown
         return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
     if column == "max_rel_err":
         return f"{100 * value:.0f}%"
@@ -113,7 +118,9 @@ def _dropped_display(collection) -> pd.DataFrame:
 
 def summary(ladder) -> str:
     """What collect prints: the ladder table and each suite's sentences."""
-    parts = ["## Ladder: each block at its reference shape", "",
+    c = ladder.collection
+    parts = [f"> {line}" for line in banner_lines([r.env for r in c.runs], c.rows)]
+    parts += ["## Ladder: each block at its reference shape", "",
              md_table(ladder_display(ladder.table), LADDER), ""]
     for part in ladder.suites:
         parts += [f"### {part.name} (baseline: {part.baseline})", ""]
@@ -162,4 +169,5 @@ def html(ladder) -> str:
     sections.append(("Run folders", hp.table(display(runs_frame(c), RUNS), RUNS, left=TEXT_COLUMNS)))
     meta = _html.escape(f"{len(c.runs)} run folder(s) under {c.root}; "
                         f"{len(c.rows)} rows; suites: {', '.join(c.suites)}")
-    return hp.page("fusebench ladder", sections, meta)
+    banner = banner_html(banner_lines([r.env for r in c.runs], c.rows))
+    return hp.page("fusebench ladder", sections, meta, banner)

@@ -21,7 +21,9 @@ from suites.results.columns import Status
 _OTHER_CHOICE = 1e6
 
 COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
-           "device_us", "host_us", "median_us", "speedup", "note"]
+           "device_us", "host_us", "median_us", "speedup", "speedup_low", "speedup_high",
+           "device_ratio", "note"]
+DISAGREE = 1.5  # speedup and device ratio this far apart: the two passes saw different things
 
 
 def shape_label(shape: dict) -> str:
@@ -74,6 +76,17 @@ def _family_row(rows: pd.DataFrame) -> tuple[pd.Series, str]:
     return best, f"fastest of {len(ok)} ok ({others})"
 
 
+def _pass_notes(row) -> list[str]:
+    """Where the speedup must not be read alone: unpaired, or contradicted by the profile pass."""
+    notes = []
+    if row["status"] == Status.OK and not row.get("paired", True):
+        notes.append("speedup unpaired: its baseline comes from another run (ratio of medians)")
+    s, d = row["speedup"], row["device_ratio"]
+    if s == s and d == d and s > 0 and d > 0 and max(s / d, d / s) > DISAGREE:
+        notes.append(f"passes disagree: timing {s:.3g}x, profile device time {d:.3g}x")
+    return notes
+
+
 def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
     out = []
     for dtype, by_dtype in rows.groupby("dtype", sort=False):
@@ -89,11 +102,14 @@ def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
             row, note = _family_row(group)
             if row["status"] != Status.OK and row["reason"]:
                 note = f"{row['reason']}" + (f"; {note}" if note else "")
+            note = "; ".join(n for n in (note, *_pass_notes(row)) if n)
             out.append({"suite": info.name, "dtype": dtype, "shape": shape_label(shape),
                         "shape_note": shape_note, "family": family, "variant": row["variant"],
                         "status": row["status"], "n_kernels": row["n_kernels"],
                         "device_us": row["device_us"], "host_us": row["host_us"],
-                        "median_us": row["median_us"], "speedup": row["speedup"], "note": note})
+                        "median_us": row["median_us"], "speedup": row["speedup"],
+                        "speedup_low": row["speedup_low"], "speedup_high": row["speedup_high"],
+                        "device_ratio": row["device_ratio"], "note": note})
     return out
 
 

@@ -11,15 +11,18 @@ from kernels import registry
 from kernels.base import Op
 from suites.errors import ConfigError
 from suites.report import html_page as hp
+from suites.report.banner import banner_html, banner_lines
 from suites.report.conventions import conventions_html
 from suites.report.narrative import case_lines, headline
+from suites.report.verdicts import verdict_lines
 from suites.report.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
 from suites.results.columns import Status, headers
 from suites.results.tables import FINDINGS_CSV, read_measurements, with_columns
 
 RESULT_COLUMNS = headers([
-    "case_id", "variant", "median_us", "p10_us", "p90_us", "speedup", "host_us", "device_us",
+    "case_id", "variant", "median_us", "p10_us", "p90_us", "rounds", "speedup", "speedup_low",
+    "speedup_high", "device_ratio", "host_us", "device_us",
     "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "gbps", "pct_peak",
     "bytes_moved", "backend", "first_call_ms", "scaled_err", "trace"])
 NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
@@ -34,9 +37,12 @@ def _meta(env: dict) -> str:
     peak_text = ""
     if peaks:
         flops = ", ".join(f"{d} {v:.3g} TFLOP/s" for d, v in peaks["matmul_tflops"].items())
-        peak_text = f" Measured peaks: {flops}; copy {peaks['copy_gbps']:.3g} GB/s."
+        probes = len(env.get("peak_probes") or [peaks])
+        peak_text = (f" Measured peaks (best of {probes} probe{'s' * (probes != 1)}): {flops}; "
+                     f"copy {peaks['copy_gbps']:.3g} GB/s.")
     return html.escape(
-        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} threads; "
+        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} threads "
+        f"({env.get('threads_rule', 'as set')}); "
         f"torch {env.get('torch')}, triton {env.get('triton')}, commit {env.get('fusebench_commit')}; "
         f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
 
@@ -58,11 +64,18 @@ def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str
     return "".join(parts)
 
 
+def _flag_above_peak(ok: pd.DataFrame) -> pd.DataFrame:
+    """% roofline above 100 is shown with a flag, never as a plain number."""
+    return ok.assign(pct_peak=[f"{v:.3g} (above peak: see findings)" if v > 100 else v
+                               for v in ok["pct_peak"]])
+
+
 def write_report(run_dir: Path) -> Path:
     """Plots and report.html from a run folder's files, so a report can be rebuilt at any time:
     python -m suites.report <run folder>."""
     run_dir = Path(run_dir)
-    frame = with_columns(read_measurements(run_dir), [*RESULT_COLUMNS, *NOT_RUN_COLUMNS])
+    frame = with_columns(read_measurements(run_dir),
+                         [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "speedup_low", "speedup_high"])
     findings = pd.read_csv(run_dir / FINDINGS_CSV)
     env = json.loads((run_dir / "env.json").read_text())
     try:
@@ -71,12 +84,15 @@ def write_report(run_dir: Path) -> Path:
         raise ConfigError(f"{run_dir}: {exc}") from None
     plots = write_plots(frame, op.size_axis, list(op.params), op.baseline, run_dir / "plots")
     ok, not_run = frame[frame["status"] == Status.OK], frame[frame["status"] != Status.OK]
+    answer = verdict_lines(frame, op.size_axis, [p for p in op.params if p in frame], op.baseline)
     sections = [
+        (f"The answer: each variant against {op.baseline}", hp.bullet_list(answer)),
         ("What was measured", _measured_section(op, frame)),
         ("What the profile says", _findings_section(frame, findings, op.baseline)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
-        ("Results (status ok)", hp.table(ok, RESULT_COLUMNS, links={"trace": "Perfetto trace"})),
-        ("Not run: skipped, failed or incorrect", hp.table(not_run, NOT_RUN_COLUMNS,
+        ("Results (status ok)", hp.table(_flag_above_peak(ok), RESULT_COLUMNS,
+                                         links={"trace": "Perfetto trace"})),
+        ("Not shown as results: skipped, failed, incorrect or noisy", hp.table(not_run, NOT_RUN_COLUMNS,
                                                            left=("case_id", "variant", "reason"))
          if len(not_run) else "<p>Every variant ran on every case.</p>"),
         ("All findings", hp.table(findings, FINDING_COLUMNS,
@@ -85,5 +101,6 @@ def write_report(run_dir: Path) -> Path:
     ]
     title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"
-    path.write_text(hp.page(title, sections, _meta(env)), encoding="utf-8")
+    banner = banner_html(banner_lines([env], frame))
+    path.write_text(hp.page(title, sections, _meta(env), banner), encoding="utf-8")
     return path

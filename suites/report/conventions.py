@@ -9,6 +9,7 @@ import html
 
 from kernels import registry
 from kernels.base import DTYPE_SHORT, Op
+from suites.harness import round_checks as rc
 from suites.harness.correctness import BASELINE_BOUND, FLOOR
 from suites.profiling.device_time import OVERHEAD_BUSY
 from suites.profiling.op_kinds import LAUNCH_APIS
@@ -29,9 +30,20 @@ def facts(op: Op | None = None) -> dict[str, str]:
         "launch_apis": ", ".join(sorted(LAUNCH_APIS)),
         "error_floors": _per_dtype(FLOOR),
         "baseline_bounds": _per_dtype(BASELINE_BOUND),
+        "round_checks": round_checks_text(),
         "flop_models": op.flops_formula.text if op else "each op's formula: the table below",
         "byte_models": op.bytes_formula.text if op else "each op's formula: the table below",
     }
+
+
+def round_checks_text() -> str:
+    return (f"contended: other processes kept more cores busy than the timing leaves free, plus "
+            f"{rc.SPARE_CORES:g}, or another process held the GPU, or its SM clock fell under "
+            f"{rc.GPU_MIN_CLOCK_RATIO:.0%} of its maximum; stalled: {rc.STALL_SHARE:.0%} or more "
+            f"of the calls ran at least {rc.STALL_MIN_US / 1e3:g} ms and 2x longer than the "
+            f"fastest call; off: a round median over {rc.OFF_FACTOR:g}x the variant's typical "
+            f"round; slow: a median over {rc.SLOW_FACTOR:,.0f}x the op's model time at the "
+            f"measured peaks plus {rc.SLOW_ALLOWANCE_US / 1e3:g} ms")
 
 
 def meaning(name: str, op: Op | None = None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from suites.report.banner import CSS as BANNER_CSS
 from suites.report.narrative import fmt
 from suites.results.columns import Status
 
@@ -19,7 +20,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}
 .meta{color:#555;font-size:.9em}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
-.skipped{color:#777}.failed,.incorrect{color:#b00}
+.skipped{color:#777}.failed,.incorrect{color:#b00}.noisy{color:#a60}
 dt{font-weight:600}dd{margin:0 0 .4em 1.2em}
 """
 
@@ -57,10 +58,11 @@ def bullet_list(items) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
-def page(title: str, sections: list[tuple[str, str]], meta: str) -> str:
+def page(title: str, sections: list[tuple[str, str]], meta: str, banner: str = "") -> str:
+    """`banner`: HTML shown under the title, before any number (suites/report/banner.py)."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p class='meta'>{meta}</p>"]
+             f"<style>{STYLE}{BANNER_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+             f"<p class='meta'>{meta}</p>", banner]
     for heading, content in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2>{content}")
     parts.append("</body></html>")

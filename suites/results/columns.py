@@ -18,6 +18,7 @@ class Status(StrEnum):
     SKIPPED = "skipped"
     FAILED = "failed"
     INCORRECT = "incorrect"
+    NOISY = "noisy"
 
 
 STATUS_MEANING = {
@@ -25,6 +26,8 @@ STATUS_MEANING = {
     Status.SKIPPED: "the variant cannot run here, or may not be timed here (the reason says which)",
     Status.FAILED: "it raised (a compile error, out of memory...): the reason holds the error",
     Status.INCORRECT: "it ran but failed the correctness check, so it was not timed",
+    Status.NOISY: ("checked and timed, but too few timing rounds were clean (the machine was "
+                   "contended): the reason holds the figures; never shown as a result"),
 }
 
 
@@ -63,9 +66,16 @@ METRICS = (
     Column("threads", "", NUMBER, "CPU threads the run set (torch.set_num_threads)"),
     Column("cache", "", TEXT, "cold: L2 flushed before every timed call (CUDA); hot; n/a on a CPU",
        part="timing"),
-    Column("n_samples", "", NUMBER, "timed calls", part="timing"),
+    Column("n_samples", "", NUMBER, "timed calls in the clean rounds", part="timing"),
+    Column("rounds", "", NUMBER,
+       "clean timing rounds the row's figures come from: the case's variants are timed in "
+       "interleaved rounds (ABC BCA CAB ...), each with an equal share of the budget",
+       part="timing"),
+    Column("rounds_dropped", "", NUMBER,
+       "rounds timed but not used: contended, stalled, far off the others or implausibly slow "
+       "({round_checks}); rounds.csv says why", part="timing"),
     Column("median_us", "us", NUMBER,
-       "median time per call of the timing pass, never under the profiler. CUDA: the latency of "
+       "median time per call over the clean rounds of the timing pass, never under the profiler. CUDA: the latency of "
        "one call started on an idle GPU (queue drained, host work included), CUDA events around "
        "it. CPU: perf_counter_ns around each call, the thread count set and recorded",
        "median us", "timing"),
@@ -82,7 +92,15 @@ METRICS = (
     Column("compile_cache", "", TEXT,
        "compile variants: whether the first call compiled (miss) or loaded Inductor's cached "
        "graph (hit), or neither (none)"),
-    Column("speedup", "x", NUMBER, "baseline median / this row's median, same case", "speedup"),
+    Column("speedup", "x", NUMBER,
+       "baseline time / this row's time, paired per round (both timed in the same round) and "
+       "averaged geometrically over the rounds both were clean in", "speedup"),
+    Column("speedup_low", "x", NUMBER, "95% interval of the speedup, from the rounds: low end "
+       "(Student's t on the mean log ratio)", "speedup low"),
+    Column("speedup_high", "x", NUMBER, "95% interval of the speedup: high end", "speedup high"),
+    Column("device_ratio", "x", NUMBER,
+       "baseline device us / this row's device us: a ratio from the profile pass, not a "
+       "speedup; a finding says when it and the speedup disagree", "device ratio (profile)"),
     Column("host_us", "us", NUMBER,
        "CPU span of the call's record_function range in the profiled pass", "host us",
        "profile"),
@@ -155,9 +173,13 @@ KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; the other 
 # The other tables of a run folder: their columns, in order, KEY first.
 KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_per_call",
                         "mean_us")
-SAMPLE_COLUMNS = KEY + ("sample", "time_us")
+SAMPLE_COLUMNS = KEY + ("round", "sample", "time_us")
+# One row per variant per timing round: what the round measured and whether it was clean.
+ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "median_us", "others_cores",
+                       "gpu_other_processes", "sm_clock_ratio", "state", "reason")
 FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
-_OTHER_TABLES = set(KERNEL_COLUMNS + SAMPLE_COLUMNS + FINDING_COLUMNS) - set(BY_NAME)
+_OTHER_TABLES = (set(KERNEL_COLUMNS + SAMPLE_COLUMNS + ROUND_COLUMNS + FINDING_COLUMNS)
+                 - set(BY_NAME))
 
 
 def column(name: str) -> Column:

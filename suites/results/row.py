@@ -30,6 +30,8 @@ class TimingStats:
     min_us: float
     iqr_rel: float
     cache: str = "n/a"
+    rounds: int = 1  # clean rounds the summary comes from
+    rounds_dropped: int = 0  # rounds timed but not used (contended, stalled, off, slow)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,9 @@ class ResultRow:
     compile_ms: float = NAN
     compile_cache: str | None = None
     speedup: float = NAN
+    speedup_low: float = NAN
+    speedup_high: float = NAN
+    device_ratio: float = NAN
     exposed_overhead_us: float = NAN
     timing: TimingStats | None = None
     check: Check | None = None

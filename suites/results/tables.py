@@ -1,5 +1,6 @@
-"""The run tables on disk: measurements.csv, kernels.csv, samples.csv and findings.csv written
-from typed rows, and measurements.csv read back, checked against the schema and typed."""
+"""The run tables on disk: measurements.csv, kernels.csv, samples.csv, rounds.csv and
+findings.csv written from typed rows, and measurements.csv read back, checked against the schema
+and typed."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,11 +10,11 @@ import pandas as pd
 
 from suites.errors import ConfigError
 from suites.results.columns import (BY_NAME, FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING,
-                                    METRICS, SAMPLE_COLUMNS, Status, column, empty, numeric)
+                                    METRICS, ROUND_COLUMNS, SAMPLE_COLUMNS, Status, column, empty, numeric)
 from suites.results.row import ResultRow
 
-MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, FINDINGS_CSV = (
-    "measurements.csv", "kernels.csv", "samples.csv", "findings.csv")
+MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV = (
+    "measurements.csv", "kernels.csv", "samples.csv", "rounds.csv", "findings.csv")
 CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
 
 
@@ -26,12 +27,13 @@ def measurements_frame(rows: Sequence[ResultRow]) -> pd.DataFrame:
 
 
 def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
-                 finding_rows) -> pd.DataFrame:
+                 round_rows, finding_rows) -> pd.DataFrame:
     out_dir.mkdir(parents=True, exist_ok=True)
     frame = measurements_frame(rows)
     frame.to_csv(out_dir / MEASUREMENTS_CSV, index=False)
     for name, columns, records in ((KERNELS_CSV, KERNEL_COLUMNS, kernel_rows),
                                    (SAMPLES_CSV, SAMPLE_COLUMNS, sample_rows),
+                                   (ROUNDS_CSV, ROUND_COLUMNS, round_rows),
                                    (FINDINGS_CSV, FINDING_COLUMNS, finding_rows)):
         pd.DataFrame(records, columns=list(columns)).to_csv(out_dir / name, index=False)
     return frame

@@ -1,0 +1,193 @@
+"""One case, all its variants: prepare each (first call, correctness), time them together in
+interleaved rounds, profile each, judge every round, and finish the rows.
+
+A row's timing comes from its clean rounds only; with fewer than `min_clean` of them it is
+`noisy`, its figures in the reason and never shown as a result. Speedups are paired per round
+(suites/harness/pairing.py). A case whose rows lack clean rounds can be timed again later in
+the sweep (`remeasure`): the new rounds continue the numbering and are judged with the old.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+from kernels.base import Case, Op, Variant
+from suites.harness import timing
+from suites.harness.contention import LoadMeter
+from suites.harness.measure import Prepared, prepare, profile, release, short_error
+from suites.harness.pairing import paired_speedup
+from suites.harness.round_checks import Limits, Slot, judge
+from suites.harness.rounds import time_rounds
+from suites.profiling.call_profile import CallProfile
+from suites.results.columns import Status
+from suites.results.row import NAN, ResultRow
+from suites.spec import RunSpec
+
+MIN_CLEAN_ROUNDS = 3  # a median per round, and an interval from at least three of them
+
+
+@dataclass
+class CaseOutcome:
+    case: Case
+    rows: list[ResultRow]                       # one per variant, in the suite's order
+    slots: list[Slot] = field(default_factory=list)   # every share of every round, judged
+    profiles: dict[str, CallProfile] = field(default_factory=dict)
+    remeasured: bool = False
+
+    def needs_remeasure(self) -> bool:
+        return any(r.status == Status.NOISY for r in self.rows)
+
+
+def min_clean(spec: RunSpec) -> int:
+    return min(MIN_CLEAN_ROUNDS, spec.timing.rounds)
+
+
+def model_us(row: ResultRow, peaks: dict | None) -> float | None:
+    """The fastest a call can be by the op's model at the measured peaks: max(compute, memory)."""
+    if not peaks:
+        return None
+    flops_peak = peaks["matmul_tflops"].get(row.dtype)
+    if not flops_peak or not peaks.get("copy_gbps"):
+        return None
+    r = row.roofline
+    return max(r.flops / (flops_peak * 1e12), r.bytes / (peaks["copy_gbps"] * 1e9)) * 1e6
+
+
+def limits(case: Case, rows: list[ResultRow], spec: RunSpec, peaks: dict | None) -> Limits:
+    # On a GPU the host path of a call runs on one thread, whatever torch's CPU thread count.
+    threads = spec.timing.threads if case.device_type == "cpu" else 1
+    return Limits(os.cpu_count() or 1, threads,
+                  {r.variant: m for r in rows if (m := model_us(r, peaks)) is not None})
+
+
+def _prepare_all(op: Op, variants: list[Variant], case: Case, spec: RunSpec) -> list[Prepared]:
+    # One fresh dynamo per case, before any variant compiles: after 8 shapes of one function
+    # it silently falls back to eager, and the sweep would time eager under a compile label.
+    torch._dynamo.reset()
+    prepared, baseline_err = [], None
+    for variant in variants:
+        p = prepare(op, variant, case, spec, baseline_err)
+        if variant.name == spec.suite.baseline and p.contender is not None:
+            baseline_err = p.row.check.scaled_err
+        prepared.append(p)
+    return prepared
+
+
+def _time(prepared: list[Prepared], case: Case, spec: RunSpec, meter: LoadMeter,
+          first_round: int) -> list[Slot]:
+    contenders = [p.contender for p in prepared if p.contender is not None]
+    slots = time_rounds(contenders, spec.timing, case.device_type, meter, first_round, short_error)
+    for p in prepared:
+        if p.contender is not None and p.contender.failed:
+            p.row.status, p.row.reason = Status.FAILED, f"timing failed: {p.contender.failed}"
+    return slots
+
+
+def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: LoadMeter,
+             peaks: dict | None) -> CaseOutcome:
+    prepared = _prepare_all(op, variants, case, spec)
+    slots = _time(prepared, case, spec, meter, 0)
+    profiles = {p.row.variant: prof for p in prepared
+                if (prof := profile(p, case, spec)) is not None}
+    outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
+    finish(outcome, spec, peaks)
+    release(case)
+    return outcome
+
+
+@dataclass
+class Measured:
+    row: ResultRow
+    samples_us: list[float]       # every timed call, all rounds
+    profile: CallProfile | None
+    slots: list[Slot]
+
+
+def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
+            baseline_err: float | None = None) -> Measured:
+    """One variant alone, through the same passes as in a case (for tests and tools): against
+    `baseline_err` in the correctness check, with no baseline to pair a speedup with."""
+    p = prepare(op, variant, case, spec, baseline_err)
+    slots = _time([p], case, spec, LoadMeter(case.device_type), 0)
+    result = profile(p, case, spec)
+    outcome = CaseOutcome(case, [p.row], slots, {p.row.variant: result} if result else {})
+    finish(outcome, spec, None)
+    release(case)
+    return Measured(p.row, [t for s in outcome.slots for t in s.samples_us], result, outcome.slots)
+
+
+def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSpec,
+              meter: LoadMeter, peaks: dict | None) -> None:
+    """Time the case's timed variants again, in new rounds, and judge all rounds together.
+    The first pass's first call, correctness check and profile stand."""
+    case = outcome.case
+    timed = {r.variant for r in outcome.rows if r.status in (Status.OK, Status.NOISY)}
+    prepared = _prepare_all(op, [v for v in variants if v.name in timed], case, spec)
+    first = max((s.round for s in outcome.slots), default=-1) + 1
+    new_slots = _time(prepared, case, spec, meter, first)
+    for p in prepared:  # a variant that fails when prepared again keeps its first-pass rounds
+        if p.contender is None or p.contender.failed:
+            new_slots = [s for s in new_slots if s.variant != p.row.variant]
+    outcome.slots += new_slots
+    outcome.remeasured = True
+    finish(outcome, spec, peaks)
+    release(case)
+
+
+def finish(outcome: CaseOutcome, spec: RunSpec, peaks: dict | None) -> None:
+    """Judge every round, then each timed row's statistics, status and paired speedup."""
+    outcome.slots = judge(outcome.slots, limits(outcome.case, outcome.rows, spec, peaks))
+    cache = ("cold" if spec.timing.l2_flush else "hot") if outcome.case.device_type == "cuda" else "n/a"
+    for row in outcome.rows:
+        mine = [s for s in outcome.slots if s.variant == row.variant]
+        if row.status in (Status.OK, Status.NOISY) and mine:
+            _timing(row, mine, min_clean(spec), cache)
+    _speedups(outcome, spec.suite.baseline)
+
+
+def _timing(row: ResultRow, slots: list[Slot], needed: int, cache: str) -> None:
+    clean = [s for s in slots if s.clean]
+    used = clean if len(clean) >= needed else slots  # a noisy row still records what it saw
+    row.timing = timing.summarize([t for s in used for t in s.samples_us], cache,
+                                  rounds=len(clean), rounds_dropped=len(slots) - len(clean))
+    if len(clean) >= needed:
+        row.status, row.reason = Status.OK, row.reason if row.reason.startswith("profiling") else ""
+        return
+    row.status = Status.NOISY
+    row.reason = noisy_reason(slots, len(clean), needed)
+
+
+def noisy_reason(slots: list[Slot], clean: int, needed: int) -> str:
+    """`2 of 10 rounds clean (3 needed): 6 contended (other processes kept 1.4 of 2 cores...)`."""
+    states = Counter(s.state for s in slots if not s.clean)
+    first = {}
+    for s in slots:
+        first.setdefault(s.state, s.reason)
+    parts = [f"{n} {state} ({first[state]})" for state, n in states.most_common()]
+    return (f"{clean} of {len(slots)} rounds clean ({needed} needed): " + "; ".join(parts) +
+            "; figures not shown as a result")
+
+
+def _speedups(outcome: CaseOutcome, baseline: str) -> None:
+    medians = {}
+    for s in outcome.slots:
+        if s.clean:
+            medians.setdefault(s.variant, {})[s.round] = s.median_us
+    base = next((r for r in outcome.rows if r.variant == baseline), None)
+    for row in outcome.rows:
+        row.speedup = row.speedup_low = row.speedup_high = row.device_ratio = NAN
+        if base is not None and row.ok and base.ok:  # the profile pass's own ratio, labelled so
+            row.device_ratio = _ratio(base.value("device_us"), row.value("device_us"))
+        if base is None or not (row.ok and base.ok and row.timing and base.timing):
+            continue
+        paired = paired_speedup(medians.get(baseline, {}), medians.get(row.variant, {}))
+        row.speedup, row.speedup_low, row.speedup_high = paired.speedup, paired.low, paired.high
+        if row is base:
+            row.speedup_low = row.speedup_high = 1.0
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if a == a and b == b and b > 0 else NAN

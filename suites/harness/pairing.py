@@ -1,0 +1,52 @@
+"""A speedup paired per round, with a 95% interval from the rounds.
+
+Within one round the baseline and the variant were timed back to back, so a slow drift of the
+machine (another job starting, the clock stepping) moves both; their ratio in that round cancels
+it. The rounds' log ratios are then treated as independent draws: the speedup is their geometric
+mean, and the interval Student's t on their mean (few rounds, so t rather than a normal
+quantile; logs, so a 2x speedup and a 2x slowdown are equally far from 1).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+NAN = float("nan")
+# Two-sided 95% quantiles of Student's t, by degrees of freedom (rounds - 1).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
+
+
+def t95(dof: int) -> float:
+    """The 95% t quantile for `dof` degrees of freedom (the next tabulated lower dof: wider)."""
+    if dof < 1:
+        raise ValueError("t needs at least one degree of freedom")
+    return _T95[max(k for k in _T95 if k <= dof)] if dof <= 60 else 1.96
+
+
+@dataclass(frozen=True)
+class Paired:
+    speedup: float  # geometric mean over the paired rounds of baseline / variant
+    low: float      # 95% interval; NaN with fewer than 2 paired rounds
+    high: float
+    rounds: int     # rounds in which both were clean
+
+
+def log_interval(logs: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high) of a 95% t interval on the mean of `logs`; NaN bounds for one value."""
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return mean, NAN, NAN
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return mean, mean - half, mean + half
+
+
+def paired_speedup(baseline: dict[int, float], variant: dict[int, float]) -> Paired:
+    """`baseline` and `variant` map round -> median us of that round (clean rounds only)."""
+    rounds = sorted(set(baseline) & set(variant))
+    if not rounds:
+        return Paired(NAN, NAN, NAN, 0)
+    logs = [math.log(baseline[r] / variant[r]) for r in rounds]
+    mean, low, high = log_interval(logs)
+    return Paired(math.exp(mean), math.exp(low), math.exp(high), len(rounds))

@@ -1,0 +1,64 @@
+"""The timing pass of one case: its variants timed in interleaved rounds.
+
+Round r times every variant once, in the order rotated by r (ABC, BCA, CAB, ...), each with an
+equal share of the budget; a variant is never always first (cold) or always after the same
+neighbour. A slow drift of a shared machine then lands on every variant alike, and the speedup
+is paired per round (suites/harness/pairing.py). What else ran is measured around each share
+(suites/harness/contention.py) and judged afterwards (suites/harness/round_checks.py).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable, ContextManager
+
+from kernels.base import Call
+from suites.harness import timing
+from suites.harness.contention import LoadMeter
+from suites.harness.round_checks import Slot
+from suites.harness.timing import TimingSpec
+
+# A call this long is its own warm-up: one more untimed call per round would only cost time.
+SELF_WARMING_US = 10_000.0
+
+
+@dataclass
+class Contender:
+    """A variant that passed its correctness check, ready to be timed."""
+
+    name: str
+    call: Call
+    scope: Callable[[], ContextManager] = contextlib.nullcontext
+    failed: str = ""          # the error of a call that raised during the rounds
+    last_median_us: float = 0.0
+
+
+def rotated(items: list, r: int) -> list:
+    k = r % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
+def time_rounds(contenders: list[Contender], spec: TimingSpec, device_type: str,
+                meter: LoadMeter, first_round: int = 0, on_error=str) -> list[Slot]:
+    """spec.rounds rounds, numbered from `first_round` (a re-measure continues the numbering).
+    A variant whose call raises drops out with `failed` set (by `on_error(exc)`)."""
+    budget = spec.per_round()
+    flush = timing.l2_flusher(spec, device_type)
+    slots = []
+    for r in range(first_round, first_round + spec.rounds):
+        live = [c for c in contenders if not c.failed]
+        for position, c in enumerate(rotated(live, r)):
+            # Switching variants evicts the previous one's data and code: one untimed call.
+            warmup = 0 if c.last_median_us >= SELF_WARMING_US else 1
+            try:
+                with c.scope():
+                    meter.start()
+                    samples = timing.sample_calls(c.call, device_type, spec, warmup, budget, flush)
+                    load = meter.stop()
+            except Exception as exc:  # the sweep goes on; the runner makes it a failed row
+                c.failed = on_error(exc)
+                continue
+            slot = Slot(c.name, r, position, tuple(samples), load)
+            c.last_median_us = slot.median_us
+            slots.append(slot)
+    return slots

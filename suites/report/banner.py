@@ -1,0 +1,55 @@
+"""The machine-state banner at the top of report.html and ladder.html: whatever makes a number in
+the page less than a clean measurement, said before any number is read. Empty on a clean run."""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from suites.results.columns import Status
+
+CSS = (".banner{background:#fff4d6;border:1px solid #e0b84a;padding:.5em 1em;margin:1em 0}"
+       ".banner ul{margin:.2em 0}")
+
+
+def rounds_line(summary: dict | None) -> str | None:
+    """`12 of 180 timing round shares were not clean (8 contended, 4 stalled) ...`."""
+    if not summary:
+        return None
+    states = dict(summary.get("states") or {})
+    clean = states.pop("clean", 0)
+    bad = sum(states.values())
+    remeasured = summary.get("remeasured_cases") or []
+    if not bad and not remeasured:
+        return None
+    kinds = ", ".join(f"{n} {state}" for state, n in sorted(states.items(), key=lambda kv: -kv[1]))
+    text = (f"{bad} of {bad + clean} timing rounds (one variant's share each) were not clean "
+            f"({kinds}) and were left out of every figure")
+    if remeasured:
+        text += (f"; {len(remeasured)} case(s) were re-measured later in the sweep "
+                 f"({', '.join(remeasured[:6])}{', ...' if len(remeasured) > 6 else ''})")
+    return text + "."
+
+
+def banner_lines(envs: list[dict], frame: pd.DataFrame) -> list[str]:
+    """What the banner says for the runs behind a page (one run for report.html)."""
+    lines = list(dict.fromkeys(e["warning"] for e in envs if e.get("warning")))
+    lines += [line for e in envs if (line := rounds_line(e.get("rounds")))]
+    noisy = frame[frame["status"] == Status.NOISY]
+    if len(noisy):
+        lines.append(f"{len(noisy)} row(s) are noisy: too few clean timing rounds, so they are not "
+                     "shown as results (the table of rows not shown says why).")
+    if "pct_peak" in frame:
+        above = frame[(frame["status"] == Status.OK) & (frame["pct_peak"] > 100)]
+        if len(above):
+            lines.append(f"{len(above)} row(s) ran above 100% of the measured roofline (up to "
+                         f"{above['pct_peak'].max():.0f}%): the peak probe read low or the model "
+                         "undercounts; their % roofline is flagged, not an efficiency.")
+    return lines
+
+
+def banner_html(lines: list[str]) -> str:
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return f"<div class='banner'><strong>Read with care</strong><ul>{items}</ul></div>"

@@ -1,0 +1,97 @@
+"""The answer a report opens with: per variant, where it is faster than the baseline, the same,
+or slower, with the intervals from the timing rounds.
+
+Each ok row's paired speedup and its 95% interval put it in one class: faster (the whole interval
+above 1 + SAME_WITHIN), slower (the whole interval below 1 / (1 + SAME_WITHIN)), the same (the
+whole interval within those bounds) or unclear (the interval reaches across a bound: more rounds
+would tell). Consecutive sizes of one class are told as one stretch:
+"compile, fp32: slower at M64 to M256: 0.29x-0.64x; the same within 2% at M512 to M2048".
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from kernels.base import DTYPE_SHORT
+from suites.results.columns import Status
+
+SAME_WITHIN = 0.02
+FASTER, SLOWER, SAME, UNCLEAR = "faster", "slower", "same", "unclear"
+
+
+def classify(speedup: float, low: float, high: float) -> str:
+    if math.isnan(low) or math.isnan(high):  # one paired round: no interval to judge by
+        return UNCLEAR
+    if low > 1 + SAME_WITHIN:
+        return FASTER
+    if high < 1 / (1 + SAME_WITHIN):
+        return SLOWER
+    if low >= 1 / (1 + SAME_WITHIN) and high <= 1 + SAME_WITHIN:
+        return SAME
+    return UNCLEAR
+
+
+def _x(value: float) -> str:
+    return f"{value:.3g}x"
+
+
+def _where(row, varying: list[str]) -> str:
+    return "-".join(f"{p}{row[p]}" for p in varying)
+
+
+def _stretch(cls: str, rows: pd.DataFrame, varying: list[str]) -> str:
+    first, last = _where(rows.iloc[0], varying), _where(rows.iloc[-1], varying)
+    where = first if len(rows) == 1 else f"{first} to {last}"
+    if len(rows) == 1:
+        r = rows.iloc[0]
+        interval = ("" if math.isnan(r["speedup_low"])
+                    else f" ({r['speedup_low']:.3g}-{r['speedup_high']:.3g})")
+        figure = f"{_x(r['speedup'])}{interval}"
+    else:
+        figure = f"{_x(rows['speedup'].min())}-{_x(rows['speedup'].max())}"
+    words = {FASTER: "faster", SLOWER: "slower", SAME: f"the same within {SAME_WITHIN:.0%}",
+             UNCLEAR: "unclear"}[cls]
+    return f"{words} at {where}: {figure}"
+
+
+def _group_label(variant: str, family: str, dtype: str, choice: str) -> str:
+    extra = f", {choice}" if choice else ""
+    return f"{variant} ({family}), {DTYPE_SHORT.get(dtype, dtype)}{extra}"
+
+
+def _choice(row, categorical: list[str]) -> str:
+    return " ".join(f"{p}={row[p]}" for p in categorical)
+
+
+def verdict_lines(frame: pd.DataFrame, size_axis: str, params: list[str], baseline: str) -> list[str]:
+    """One line per (variant, dtype, categorical choice) against the baseline, sizes in order."""
+    ok = frame[(frame["status"] == Status.OK) & (frame["variant"] != baseline)
+               & frame["speedup"].notna()]
+    if ok.empty:
+        return [f"No variant has a speedup against {baseline} (none ran ok with it)."]
+    categorical = [p for p in params if p != size_axis
+                   and not pd.api.types.is_numeric_dtype(frame[p].dropna())]
+    ok = ok.assign(_choice=[_choice(r, categorical) for _, r in ok.iterrows()],
+                   _class=[classify(r.speedup, r.speedup_low, r.speedup_high)
+                           for r in ok.itertuples()])
+    lines = []
+    for (variant, dtype, choice), rows in ok.groupby(["variant", "dtype", "_choice"], sort=False):
+        # The sizes that change within the group name its cases (M64, or S512-D64).
+        numeric = [p for p in params if p not in categorical]
+        varying = [p for p in numeric if rows[p].nunique() > 1] or [size_axis]
+        if size_axis in varying and (rows.groupby(size_axis)[varying].nunique() <= 1).all().all():
+            varying = [size_axis]  # a square sweep: the size axis names the case
+        rows = rows.sort_values(varying, kind="stable")
+        stretches, start = [], 0
+        classes = rows["_class"].tolist()
+        for i in range(1, len(rows) + 1):
+            if i == len(rows) or classes[i] != classes[start]:
+                stretches.append(_stretch(classes[start], rows.iloc[start:i], varying))
+                start = i
+        label = _group_label(variant, rows["family"].iloc[0], dtype, choice)
+        lines.append(f"{label}: " + "; ".join(stretches))
+    if (ok["_class"] == UNCLEAR).any():
+        lines.append(f"unclear: the 95% interval reaches across a {SAME_WITHIN:.0%} bound, or only "
+                     "one round paired the two; more rounds (timing.rounds) would tell")
+    return lines

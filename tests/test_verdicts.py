@@ -1,0 +1,113 @@
+"""What a reader is told about the numbers: the answer per variant with its intervals, the
+machine-state banner, the row findings made after the sweep, the peaks, the thread rule."""
+import math
+
+import pandas as pd
+import pytest
+
+from kernels.base import Case
+from kernels import registry
+from suites.findings.rows import row_findings
+from suites.harness.calibration import best_peaks
+from suites.harness.derived import new_row
+from suites.report.banner import banner_lines, rounds_line
+from suites.report.verdicts import FASTER, SAME, SLOWER, UNCLEAR, classify, verdict_lines
+from suites.results.columns import Status
+from suites.results.row import Roofline
+from suites.spec import auto_threads, timing_spec
+
+NAN = math.nan
+
+
+@pytest.mark.parametrize("s, low, high, expected", [
+    (1.5, 1.4, 1.6, FASTER), (0.5, 0.45, 0.55, SLOWER), (1.0, 0.99, 1.01, SAME),
+    (1.02, 0.95, 1.1, UNCLEAR), (1.5, NAN, NAN, UNCLEAR)])
+def test_classify(s, low, high, expected):
+    assert classify(s, low, high) == expected
+
+
+def _frame(rows):
+    return pd.DataFrame([dict(suite="matmul_add", case_id=f"M{m}-N{m}-K{m}-fp32", variant=v,
+                              family="compile" if v == "compile" else "eager", dtype="float32",
+                              status=st, M=m, N=m, K=m, speedup=s, speedup_low=lo,
+                              speedup_high=hi, pct_peak=pct)
+                         for v, m, st, s, lo, hi, pct in rows])
+
+
+def test_the_answer_groups_sizes_into_stretches_with_intervals():
+    frame = _frame([("eager", 64, "ok", 1.0, 1.0, 1.0, 50),
+                    ("compile", 64, "ok", 0.52, 0.49, 0.55, 20),
+                    ("compile", 128, "ok", 0.6, 0.57, 0.63, 20),
+                    ("compile", 512, "ok", 1.0, 0.99, 1.01, 20),
+                    ("compile", 1024, "ok", 1.0, 0.995, 1.005, 20),
+                    ("compile", 2048, "noisy", NAN, NAN, NAN, NAN)])
+    (line,) = verdict_lines(frame, "M", ["M", "N", "K"], "eager")
+    assert line == ("compile (compile), fp32: slower at M64 to M128: 0.52x-0.6x; the same within "
+                    "2% at M512 to M1024: 1x-1x")
+    one = verdict_lines(frame[frame["M"] <= 64], "M", ["M", "N", "K"], "eager")
+    assert one == ["compile (compile), fp32: slower at M64: 0.52x (0.49-0.55)"]
+
+
+def test_the_banner_says_what_was_not_clean():
+    env = {"warning": "warning: other processes keep 1.2 of this machine's 2 cores busy",
+           "rounds": {"shares": 20, "states": {"clean": 16, "contended": 3, "stalled": 1},
+                      "remeasured_cases": ["M64-N64-K64-fp32"], "noisy_rows": 1}}
+    frame = _frame([("eager", 64, "ok", 1.0, 1.0, 1.0, 384.0),
+                    ("compile", 64, "noisy", NAN, NAN, NAN, NAN)])
+    lines = banner_lines([env], frame)
+    assert lines[0].startswith("warning: other processes keep 1.2")
+    assert lines[1].startswith("4 of 20 timing rounds (one variant's share each) were not clean "
+                               "(3 contended, 1 stalled)")
+    assert "1 case(s) were re-measured later in the sweep (M64-N64-K64-fp32)" in lines[1]
+    assert lines[2].startswith("1 row(s) are noisy")
+    assert "above 100% of the measured roofline (up to 384%)" in lines[3]
+    assert rounds_line({"states": {"clean": 9}, "remeasured_cases": []}) is None
+    assert banner_lines([{}], _frame([("eager", 64, "ok", 1.0, 1.0, 1.0, 50)])) == []
+
+
+def _row(variant="compile", **values):
+    op = registry.get_op("matmul_add")
+    case = Case.make("matmul_add", {"M": 64, "N": 64, "K": 64}, "float32", "cpu")
+    row = new_row("matmul_add", case, registry.get_variant("matmul_add", variant), op, 1)
+    for name, value in values.items():
+        setattr(row, name, value)
+    return row
+
+
+def test_row_findings_above_peak_passes_disagree_rounds_dropped():
+    from suites.results.row import TimingStats
+
+    timing = TimingStats(25, 10.0, 9.0, 11.0, 9.0, 0.1, rounds=3, rounds_dropped=2)
+    above = _row(roofline=Roofline(1.0, 1.0, pct_peak=384.0), timing=timing,
+                 speedup=1.54, device_ratio=0.54)
+    codes = {f["code"]: f for f in row_findings([above], "matmul_add", "eager")}
+    assert set(codes) == {"above_peak", "passes_disagree", "rounds_dropped"}
+    assert codes["above_peak"]["statement"].startswith("384% of the measured roofline")
+    assert "1.54x speedup but the profile pass's device time gives 0.54x" in \
+        codes["passes_disagree"]["statement"]
+    assert "2 timing round(s) were not clean" in codes["rounds_dropped"]["statement"]
+    fine = _row(roofline=Roofline(1.0, 1.0, pct_peak=80.0), speedup=1.2, device_ratio=1.1)
+    assert row_findings([fine], "matmul_add", "eager") == []
+
+
+def test_the_best_of_two_peak_probes_is_kept():
+    start = {"matmul_tflops": {"float32": 0.05, "bfloat16": 0.2}, "copy_gbps": 10.0, "method": "m"}
+    end = {"matmul_tflops": {"float32": 0.15, "bfloat16": 0.1}, "copy_gbps": 25.0, "method": "m"}
+    best = best_peaks([start, end])
+    assert best["matmul_tflops"] == {"float32": 0.15, "bfloat16": 0.2}
+    assert best["copy_gbps"] == 25.0 and "best of 2 probes" in best["method"]
+
+
+def test_auto_threads_leaves_one_core_free(monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert auto_threads()[0] == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    threads, rule = auto_threads()
+    assert threads == 1 and rule.startswith("auto: 1")
+    spec = timing_spec({"budget_s": 0.1, "min_samples": 2, "max_samples": 5, "warmup_calls": 1,
+                        "compile_warmup_calls": 1, "threads": 3, "rounds": 4})
+    assert (spec.threads, spec.threads_rule, spec.rounds) == (3, "set: timing.threads", 4)
+    per_round = spec.per_round()
+    assert per_round.seconds == pytest.approx(0.025) and per_round.min_samples == 1
