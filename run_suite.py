@@ -40,7 +40,7 @@ def main(cfg: DictConfig) -> None:
         fail(str(exc), out_dir)
     result = run(spec)
     report = write_report(out_dir)
-    print(summary_table(result.frame))
+    print(summary_table(result.frame, result.env))
     print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report}")
     print(f"run folder: {out_dir}")
 

@@ -6,7 +6,7 @@
 Each side is a run folder or any folder holding run folders (a multirun sweep). Rows are joined
 on (suite, case_id, variant). Where both are ok with at least 3 clean timing rounds a side, a
 95% interval of B/A from the rounds' medians decides: faster when the whole interval is below
-1 - noise floor, slower when it is above 1 + noise floor, else same. Every row of either side
+1 / (1 + noise floor), slower when it is above 1 + noise floor, else same. Every row of either side
 is listed; noisy rows and rows with too few rounds are "not comparable", with the reason.
 Writes compare.csv, compare.md, compare.html and compare.png; prints the table and the folder.
 """
@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("run_b", type=Path, help="candidate: a run folder or a folder of runs")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"output folder (default: {DEFAULT_ROOT}/<time>, under the cwd)")
-    parser.add_argument("--noise-floor", "--min-effect", dest="noise_floor", type=float,
+    parser.add_argument("--noise-floor", dest="noise_floor", type=float,
                         default=rr.NOISE_FLOOR,
                         help="smallest relative change called faster or slower: the whole "
                              "interval must clear 1 +- this (default %(default)s, the A/A drift "

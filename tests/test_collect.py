@@ -149,12 +149,40 @@ def test_a_duplicate_keeps_the_newest_and_is_listed(tmp_path, capsys):
     assert ladder.loc["eager", "median_us"] == 30.0
     # The kept compile row is compared with the kept (newer) baseline.
     assert ladder.loc["compile", "speedup"] == pytest.approx(30 / 40)
+    assert "speedup unpaired: its baseline comes from another run" in ladder.loc["compile", "note"]
     assert "1 row(s) appeared in more than one run folder" in printed
     md = (tmp_path / "out" / "ladder.md").read_text()
     assert "## Duplicates dropped" in md
     dropped_line = next(line for line in md.splitlines()
                         if "| matmul_add | M64-N64-K64-fp32 |" in line)
     assert "z_old" in dropped_line and "a_new" in dropped_line
+
+
+def test_speedups_are_paired_within_a_run_and_never_from_a_noisy_baseline(tmp_path, capsys):
+    """A run with rounds keeps its rows' paired speedups and intervals; a noisy baseline gives
+    no speedup at all (not an unpaired one); the device-time ratio is its own column, and a
+    disagreement of more than 1.5x with the speedup is said."""
+    small, big = {"M": 64, "N": 64, "K": 64}, {"M": 128, "N": 128, "K": 128}
+    rows = [_row("matmul_add", small, "eager", "eager", 10.0, speedup=1.0, rounds=5),
+            _row("matmul_add", small, "compile", "compile", 40.0, speedup=0.26, rounds=5,
+                 speedup_low=0.25, speedup_high=0.27, device_us=2.0),
+            _row("matmul_add", big, "eager", "eager", 100.0, status="noisy", rounds=1,
+                 reason="1 of 5 rounds clean"),
+            _row("matmul_add", big, "compile", "compile", 90.0, rounds=5)]
+    _write_run(tmp_path / "runs" / "a", "matmul_add", rows, {"M": 64, "N": 64, "K": 64})
+    _collect(tmp_path / "runs", tmp_path / "out", capsys)
+    ladder = pd.read_csv(tmp_path / "out" / "ladder.csv").set_index("family")
+    compile_row = ladder.loc["compile"]
+    assert (compile_row["speedup"], compile_row["speedup_low"]) == (0.26, 0.25)
+    assert compile_row["device_ratio"] == pytest.approx(5.0 / 2.0)
+    assert "passes disagree: timing 0.26x, profile device time 2.5x" in compile_row["note"]
+    assert "unpaired" not in compile_row["note"]
+    _write_run(tmp_path / "runs2" / "a", "matmul_add", rows, {"M": 128, "N": 128, "K": 128})
+    _collect(tmp_path / "runs2", tmp_path / "out2", capsys)
+    ladder = pd.read_csv(tmp_path / "out2" / "ladder.csv").set_index("family")
+    assert ladder.loc["eager", "status"] == "noisy" and pd.isna(ladder.loc["eager", "median_us"])
+    assert pd.isna(ladder.loc["compile", "speedup"])
+    assert "unpaired" not in str(ladder.loc["compile", "note"])
 
 
 def test_default_output_folder_is_inside_the_input(tmp_path, capsys):

@@ -12,6 +12,7 @@ import pytest
 
 from suites.compare import main
 from suites.comparison.loading import round_medians
+from suites.comparison.rows import Rule
 from suites.comparison.round_ratio import NOISE_FLOOR, ratio_ci, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,6 +158,9 @@ def test_too_few_rounds_or_a_noisy_row_is_not_comparable(tmp_path, capsys):
     assert "too few rounds (A 2, B 5" in got.loc["M64", "note"]
     assert got.loc["M128", "verdict"] == "not comparable"
     assert "B noisy: 1 of 5 rounds clean" in got.loc["M128", "note"]
+    assert pd.isna(got.loc["M128", "median_b_us"])  # a noisy row's median is not a result
+    with pytest.raises(ValueError):
+        Rule(min_rounds=1)
 
 
 def test_default_output_folder_is_under_results_compare(two_runs, tmp_path, monkeypatch, capsys):

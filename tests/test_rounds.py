@@ -2,6 +2,7 @@
 synthetic rounds, for a CPU and a GPU), the paired speedup and its interval, noisy rows, and a
 re-measure later in the sweep."""
 import math
+import os
 import statistics
 from dataclasses import replace
 
@@ -92,12 +93,59 @@ def test_cpu_contention_counts_the_cores_the_timing_needs(others, threads, conte
         assert f"{others:.1f} of 2 cores busy" in reason
 
 
+def test_a_share_whose_threads_waited_for_a_cpu_is_contended_alone():
+    waited = RoundLoad(0.01, others_cores=0.0, wait_frac=0.6)  # short, but read exactly
+    slots = [slot("A", 0, [10.0]), slot("B", 0, [10.0], load=waited), slot("A", 1, [10.0])]
+    states = [(s.variant, s.round, s.state) for s in judge(slots, LIMITS)]
+    assert states == [("A", 0, rc.CLEAN), ("B", 0, rc.CONTENDED), ("A", 1, rc.CLEAN)]
+    assert "waited for a CPU 60% of the time" in rc.waited(waited)
+    assert rc.waited(RoundLoad(0.1, wait_frac=0.004)) == "" and rc.waited(QUIET) == ""
+
+
+def test_a_real_meter_sees_its_threads_wait_under_a_busy_process():
+    """Two busy Python processes on top of this one: the readings are in range on any machine,
+    and on one of 2 cores or fewer (three runnable threads on two cores) the wait must show."""
+    import subprocess
+    import sys
+    import time
+
+    meter = LoadMeter("cpu")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        time.sleep(0.1)
+        meter.start()
+        deadline = time.perf_counter() + 0.2
+        while time.perf_counter() < deadline:
+            pass
+        load = meter.stop()
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert load.wait_frac is None or 0.0 <= load.wait_frac <= 64
+    if (os.cpu_count() or 1) <= 2 and load.wait_frac is not None:
+        assert load.wait_frac > rc.WAIT_LIMIT
+
+
 def test_gpu_contention_other_processes_or_a_clock_drop():
     assert "1 other process on the GPU" in rc.contention(
         [RoundLoad(0.1, 0.0, gpu_other_processes=1, sm_clock_ratio=0.95)], 16, 1)
     assert "SM clock dropped to 50%" in rc.contention(
         [RoundLoad(0.1, 0.0, gpu_other_processes=0, sm_clock_ratio=0.5)], 16, 1)
     assert rc.contention([RoundLoad(0.1, 0.0, gpu_other_processes=0, sm_clock_ratio=0.9)], 16, 1) == ""
+
+
+def test_other_gpu_processes_are_counted_as_nvml_sees_them():
+    from suites.harness.gpu_state import count_others
+
+    assert count_others({100, 200}, None, own=100) == 1
+    # In a container NVML reports host PIDs: ours (1234 here) is not among them, one is us.
+    assert count_others({5000, 6000}, None, own=1234) == 1
+    assert count_others({5000}, None, own=1234) == 0
+    # An idle context (a notebook holding the GPU) is not contention when NVML can tell.
+    assert count_others({100, 200}, busy={100}, own=100) == 0
+    assert count_others({5000, 6000}, busy={5000, 6000}, own=1234) == 1
+    assert count_others(set(), None, own=1) == 0
 
 
 def test_samples_stalled_at_scheduler_ticks_are_caught():
@@ -141,7 +189,8 @@ def test_contention_spoils_the_whole_round_for_every_variant():
 # --- the paired speedup -----------------------------------------------------------------------
 
 def test_t_quantiles():
-    assert t95(4) == pytest.approx(2.776) and t95(11) == t95(10) and t95(1000) == 1.96
+    # Between tabulated rows the next lower one: never narrower than the true quantile.
+    assert t95(4) == pytest.approx(2.776) and t95(11) == t95(10) and t95(1000) == 1.98
     with pytest.raises(ValueError):
         t95(0)
 

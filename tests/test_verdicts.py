@@ -4,6 +4,7 @@ import math
 
 import pandas as pd
 import pytest
+import torch
 
 from kernels.base import Case
 from kernels import registry
@@ -38,12 +39,13 @@ def test_the_answer_groups_sizes_into_stretches_with_intervals():
     frame = _frame([("eager", 64, "ok", 1.0, 1.0, 1.0, 50),
                     ("compile", 64, "ok", 0.52, 0.49, 0.55, 20),
                     ("compile", 128, "ok", 0.6, 0.57, 0.63, 20),
+                    ("compile", 256, "noisy", NAN, NAN, NAN, NAN),
                     ("compile", 512, "ok", 1.0, 0.99, 1.01, 20),
-                    ("compile", 1024, "ok", 1.0, 0.995, 1.005, 20),
-                    ("compile", 2048, "noisy", NAN, NAN, NAN, NAN)])
+                    ("compile", 1024, "ok", 1.0, 0.995, 1.005, 20)])
     (line,) = verdict_lines(frame, "M", ["M", "N", "K"], "eager")
-    assert line == ("compile (compile), fp32: slower at M64 to M128: 0.52x-0.6x; the same within "
-                    "2% at M512 to M1024: 1x-1x")
+    # The noisy M256 breaks the stretch: no verdict covers a size that was not measured.
+    assert line == ("compile (compile), fp32: slower at M64 to M128: 0.52x-0.6x; noisy at M256; "
+                    "the same within 2% at M512 to M1024: 1x-1x")
     one = verdict_lines(frame[frame["M"] <= 64], "M", ["M", "N", "K"], "eager")
     assert one == ["compile (compile), fp32: slower at M64: 0.52x (0.49-0.55)"]
 
@@ -88,6 +90,8 @@ def test_row_findings_above_peak_passes_disagree_rounds_dropped():
     assert "2 timing round(s) were not clean" in codes["rounds_dropped"]["statement"]
     fine = _row(roofline=Roofline(1.0, 1.0, pct_peak=80.0), speedup=1.2, device_ratio=1.1)
     assert row_findings([fine], "matmul_add", "eager") == []
+    noisy = _row(roofline=Roofline(1.0, 1.0, pct_peak=384.0), status=Status.NOISY)
+    assert row_findings([noisy], "matmul_add", "eager") == []  # its figures are not results
 
 
 def test_the_best_of_two_peak_probes_is_kept():
@@ -111,3 +115,23 @@ def test_auto_threads_leaves_one_core_free(monkeypatch):
     assert (spec.threads, spec.threads_rule, spec.rounds) == (3, "set: timing.threads", 4)
     per_round = spec.per_round()
     assert per_round.seconds == pytest.approx(0.025) and per_round.min_samples == 1
+
+
+def test_a_failing_end_of_run_probe_keeps_the_first(tmp_path, monkeypatch):
+    from suites.harness import runner
+    from specs import run_spec
+
+    probes = iter([{"matmul_tflops": {"float32": 0.1}, "copy_gbps": 10.0, "method": "m"}])
+
+    def calibrate(device, dtypes):
+        try:
+            return next(probes)
+        except StopIteration:
+            raise torch.OutOfMemoryError("probe out of memory") from None
+
+    monkeypatch.setattr(runner, "calibrate", calibrate)
+    case = Case.make("matmul_add", {"M": 8, "N": 8, "K": 8}, "float32", "cpu")
+    result = runner.run(run_spec(tmp_path, case, calibrate=True))
+    assert result.env["peaks"]["copy_gbps"] == 10.0
+    assert "probe out of memory" in result.env["peak_probe_error"]
+    assert (tmp_path / "measurements.csv").is_file()

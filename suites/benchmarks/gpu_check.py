@@ -69,7 +69,11 @@ def main(argv=None) -> int:
         codes[suite] = run([sys.executable, "run_suite.py", f"suite={suite}", "device=cuda",
                             *series_overrides(table[suite]), f"hydra.run.dir={run_dir}"], log)
         if (run_dir / MEASUREMENTS_CSV).is_file():
-            frames.append(with_columns(read_measurements(run_dir), COLUMNS))
+            frame = with_columns(read_measurements(run_dir), COLUMNS)
+            # Only ok rows' figures are results; a noisy row's reason says what it saw.
+            numbers = ["median_us", "speedup", "n_kernels", "device_us", "host_us", "tflops"]
+            frame.loc[frame["status"] != "ok", numbers] = float("nan")
+            frames.append(frame)
     table = pd.concat(frames)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
     text = table.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")
     text += "\n\nexit codes: " + ", ".join(f"{k}={v}" for k, v in codes.items())

@@ -8,8 +8,9 @@
 - sensitivity: a default run against one with threads 2 vs 1 (timing.threads), a real change
   of 1.3x or more at sizes >= 512: the share of those rows called faster (target: >= 90%).
 - contention: a background process keeps one core busy for a whole run (started and stopped
-  here): every row still ok must have a median within 1.3x of the quiet run's, and every speedup
-  within 1.3x of the quiet run's; the rest must be `noisy`.
+  here), with the default threads and with 2 (every core of a 2-core machine): every row still ok
+  must have a median and a speedup within 1.3x of a quiet run's with the same threads; the rest
+  must be `noisy`.
 - timer: run_suite in a fresh process alternated with torch.utils.benchmark on the same call and
   thread count, 3 rounds: the median ratio (targets: 0.9-1.1 at 64, 0.95-1.05 at 1024).
 
@@ -19,6 +20,7 @@ on CUDA, `--device cuda`, where contention means other processes on the GPU or i
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from suites.comparison.loading import load_side
 from suites.comparison.rows import Rule, compare_rows
 from suites.results.columns import Status
 from suites.results.tables import read_measurements
+from suites.spec import auto_threads
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = {"aa": "<= 1 faster/slower per pair", "sensitivity": ">= 90% called",
@@ -71,8 +74,9 @@ def check_aa(out: Path, base: list[str]) -> list[Path]:
     return runs
 
 
-def check_sensitivity(out: Path, base: list[str], quiet: Path, size_axis: str) -> None:
-    print(f"Sensitivity: threads 1 (A) against threads 2 (B) at {size_axis} >= 512")
+def check_sensitivity(out: Path, base: list[str], quiet: Path, size_axis: str) -> Path:
+    print(f"Sensitivity: the default threads (A, {auto_threads()[0]}) against 2 (B) at "
+          f"{size_axis} >= 512")
     b = run_suite(out / "threads_2", *base, "timing.threads=2")
     frame = verdicts(quiet, b)
     sizes = read_measurements(quiet).set_index(["case_id", "variant"])[size_axis]
@@ -85,22 +89,24 @@ def check_sensitivity(out: Path, base: list[str], quiet: Path, size_axis: str) -
           f"{len(called)} called faster: {share:.0%} (target {TARGETS['sensitivity']})")
     for r in affected[affected["verdict"] != "faster"].itertuples():
         print(f"    missed: {r.case_id} {r.variant}: B/A {r.ratio:.3f} ({r.ci_low:.3f}-{r.ci_high:.3f})")
+    return b
 
 
 def _hog() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
-def check_contention(out: Path, base: list[str], quiet: Path) -> None:
-    print("Contention: one core kept busy by another process for a whole run")
+def check_contention(out: Path, base: list[str], quiet: Path, threads: str) -> None:
+    print(f"Contention: one core kept busy by another process for a whole run, threads {threads}")
     hog = _hog()
     try:
-        busy = run_suite(out / "contended", *base)
+        busy = run_suite(out / f"contended_threads_{threads}", *base, f"timing.threads={threads}")
     finally:
         hog.kill()
-    q = read_measurements(quiet).set_index(["case_id", "variant"])
-    b = read_measurements(busy).set_index(["case_id", "variant"])
-    both = q.join(b, lsuffix="_q", rsuffix="_b", how="inner")
+        hog.wait()
+    key = ["case_id", "variant"]
+    q, b = read_measurements(quiet), read_measurements(busy)
+    both = q.merge(b, on=key, suffixes=("_q", "_b"))
     ok = both[(both["status_b"] == Status.OK) & (both["status_q"] == Status.OK)]
     median = ok["median_us_b"] / ok["median_us_q"]
     speed = ok["speedup_b"] / ok["speedup_q"]
@@ -110,8 +116,11 @@ def check_contention(out: Path, base: list[str], quiet: Path) -> None:
           f"contention; medians busy/quiet {median.min():.3f}-{median.max():.3f}, speedups "
           f"{speed.min():.3f}-{speed.max():.3f}; outside 1.3x: {len(off_m)} medians, "
           f"{len(off_s)} speedups (target: none)")
-    for (case, variant), r in off_m.iterrows():
-        print(f"    median off: {case} {variant}: {r['median_us_q']:.4g} -> {r['median_us_b']:.4g} us")
+    for r in off_m.itertuples():
+        print(f"    median off: {r.case_id} {r.variant}: {r.median_us_q:.4g} -> {r.median_us_b:.4g} us")
+    env = json.loads((busy / "env.json").read_text())
+    print(f"  rounds under contention: {env['rounds']['states']}; re-measured cases: "
+          f"{len(env['rounds']['remeasured_cases'])}")
 
 
 TUB_SNIPPET = """
@@ -135,7 +144,11 @@ def check_timer(out: Path, threads: int) -> None:
         run = run_suite(out / f"timer_{r}", "suite.sizes=[64,1024]", "suite.dtypes=[float32]",
                         "suite.variants=[eager]", "profile.enabled=false", "calibrate=false",
                         f"timing.threads={threads}")
-        ours = read_measurements(run).set_index("M")["median_us"]
+        rows = read_measurements(run)
+        if (rows["status"] != Status.OK).any():
+            print(f"    round {r}: not every row ok ({', '.join(rows['status'])}): skipped")
+            continue
+        ours = rows.set_index("M")["median_us"]
         for n in ratios:
             tub = subprocess.run([sys.executable, "-c", TUB_SNIPPET, str(n), str(threads)],
                                  cwd=REPO, capture_output=True, text=True, check=True)
@@ -144,7 +157,8 @@ def check_timer(out: Path, threads: int) -> None:
             print(f"    round {r} n={n}: fusebench {ours[n]:.2f} us, torch.utils.benchmark "
                   f"{theirs:.2f} us, ratio {ours[n] / theirs:.3f}")
     for n, values in ratios.items():
-        print(f"  n={n}: median ratio {statistics.median(values):.3f} (target {TARGETS['timer']})")
+        median = statistics.median(values) if values else float("nan")
+        print(f"  n={n}: median ratio {median:.3f} (target {TARGETS['timer']})")
 
 
 def main(argv=None) -> int:
@@ -162,13 +176,16 @@ def main(argv=None) -> int:
         quiet = check_aa(args.out, base)[0]
     if quiet is None and {"sensitivity", "contention"} & set(args.checks):
         quiet = run_suite(args.out / "quiet", *base)
+    threads_2 = None
     if "sensitivity" in args.checks:
-        check_sensitivity(args.out, base, quiet, registry.get_op(args.suite).size_axis)
+        threads_2 = check_sensitivity(args.out, base, quiet, registry.get_op(args.suite).size_axis)
     if "contention" in args.checks:
-        check_contention(args.out, base, quiet)
+        # With the default thread count (a core left free) and with every core in use, where
+        # contention must be caught; each against a quiet run with the same threads.
+        check_contention(args.out, base, quiet, "auto")
+        threads_2 = threads_2 or run_suite(args.out / "threads_2", *base, "timing.threads=2")
+        check_contention(args.out, base, threads_2, "2")
     if "timer" in args.checks:
-        from suites.spec import auto_threads
-
         check_timer(args.out, auto_threads()[0])
     print(f"done in {time.perf_counter() - started:.0f} s; runs under {args.out}")
     return 0

@@ -26,7 +26,7 @@ def rule_text(rule: Rule) -> str:
             f"timing round's median (the calls of one round share one machine state): each side "
             f"needs {rule.min_rounds} clean rounds, and Welch's t gives a 95% interval of B/A from "
             f"the two sides' round medians (in logs). The verdict is faster when the whole "
-            f"interval is below {1 - rule.noise_floor:.3g}, slower when it is all above "
+            f"interval is below {1 / (1 + rule.noise_floor):.3g}, slower when it is all above "
             f"{1 + rule.noise_floor:.3g}, otherwise same. The noise floor, "
             f"{rule.noise_floor:.0%}, is there because two runs of one commit minutes apart land "
             "in different machine states by more than their rounds show (the README's A/A "

@@ -39,7 +39,7 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     n = len(rows)
     fig, ax = plt.subplots(figsize=(9, 1.9 + ROW_INCHES * n))
     y = np.arange(n)[::-1]  # first row on top, in the table's order
-    ax.axvspan(1 - floor, 1 + floor, color="#dddddd", alpha=0.6, lw=0,
+    ax.axvspan(1 / (1 + floor), 1 + floor, color="#dddddd", alpha=0.6, lw=0,
                label=f"+-{floor:.0%} noise floor: called the same")
     ax.axvline(1.0, color="black", linewidth=0.8)
     for verdict, color in COLORS.items():
@@ -54,7 +54,7 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     ax.set_yticklabels(_labels(rows), fontsize=7 if n > 40 else 8)
     ax.set_ylim(-0.7, n - 0.3)
     ax.set_xscale("log")
-    low = min(rows["ci_low"].min(), 1 - 2 * floor)
+    low = min(rows["ci_low"].min(), 1 / (1 + 2 * floor))
     high = max(rows["ci_high"].max(), 1 + 2 * floor)
     ax.set_xlim(low / 1.15, high * 1.15)
     # Decades are too coarse for a +-10% comparison: evenly spaced ticks read better there.

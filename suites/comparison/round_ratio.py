@@ -50,8 +50,9 @@ def ratio_ci(a_rounds, b_rounds) -> RatioCI:
 
 
 def verdict(ci: RatioCI, floor: float = NOISE_FLOOR) -> str:
-    """faster / slower only when the whole interval is beyond the noise floor; otherwise same."""
-    if ci.high < 1.0 - floor:
+    """faster / slower only when the whole interval is beyond the noise floor, in logs (below
+    1 / (1 + floor) or above 1 + floor, so 1.1x faster and 1.1x slower count alike)."""
+    if ci.high < 1.0 / (1.0 + floor):
         return "faster"
     if ci.low > 1.0 + floor:
         return "slower"
@@ -61,7 +62,7 @@ def verdict(ci: RatioCI, floor: float = NOISE_FLOOR) -> str:
 def same_note(ci: RatioCI, floor: float) -> str:
     """Why a `same` row is the same: a reader should not take "inconclusive" for "equal"."""
     excludes_one = ci.high < 1.0 or ci.low > 1.0
-    within = ci.low >= 1.0 - floor and ci.high <= 1.0 + floor
+    within = ci.low >= 1.0 / (1.0 + floor) and ci.high <= 1.0 + floor
     if within:
         return f"a shift, but under the {floor:.0%} noise floor" if excludes_one else ""
     if excludes_one:

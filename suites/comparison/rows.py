@@ -22,12 +22,21 @@ class Rule:
     noise_floor: float = rr.NOISE_FLOOR
     min_rounds: int = rr.MIN_ROUNDS
 
+    def __post_init__(self):
+        if self.min_rounds < 2:  # a spread needs two rounds a side
+            raise ValueError(f"min_rounds {self.min_rounds}: at least 2")
+
 
 def _value(row, column):
     if row is None or column not in row.index:
         return None
     value = row[column]
     return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _ok_value(row, column):
+    """A figure of an ok row; a noisy row's figures are not results, so they are not shown."""
+    return _value(row, column) if row is not None and row["status"] == Status.OK else None
 
 
 def _status_note(label: str, row) -> str:
@@ -55,7 +64,7 @@ def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
     a_rounds, b_rounds = side_a.rounds.get(key), side_b.rounds.get(key)
     out = dict(zip(KEY, key))
     out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
-               median_a_us=_value(a, "median_us"), median_b_us=_value(b, "median_us"),
+               median_a_us=_ok_value(a, "median_us"), median_b_us=_ok_value(b, "median_us"),
                ratio=NAN, ci_low=NAN, ci_high=NAN,
                n_a=0 if a_rounds is None else len(a_rounds),
                n_b=0 if b_rounds is None else len(b_rounds),

@@ -27,7 +27,7 @@ def _finite(*values) -> bool:
 
 def above_peak(row: ResultRow):
     pct = row.value("pct_peak")
-    if _finite(pct) and pct > PEAK_SLACK:
+    if row.ok and _finite(pct) and pct > PEAK_SLACK:
         yield Finding(Code.ABOVE_PEAK, Severity.WARNING,
                       f"{pct:.0f}% of the measured roofline: faster than the peaks allow, so the "
                       "peak probe read low (a busy machine) or the op's model undercounts the "

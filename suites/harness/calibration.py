@@ -11,8 +11,9 @@ from kernels.base import DTYPES
 from suites.harness.timing import sync
 
 # Large enough to reach the device's steady state, small enough to take about a second; the
-# best of two sizes, since one size can sit on a slow tile or blocking boundary.
-_MATMUL_SIZES = {"cpu": (1024, 2048), "cuda": (4096, 8192)}
+# best of several sizes, since one size can sit on a slow tile or blocking boundary (on a CPU a
+# 512 matmul that stays in cache can beat the larger ones, and rows would run above the peak).
+_MATMUL_SIZES = {"cpu": (512, 1024, 2048), "cuda": (4096, 8192)}
 _COPY_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
 
 

@@ -8,7 +8,6 @@ the sweep (`remeasure`): the new rounds continue the numbering and are judged wi
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -16,7 +15,7 @@ import torch
 
 from kernels.base import Case, Op, Variant
 from suites.harness import timing
-from suites.harness.contention import LoadMeter
+from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.measure import Prepared, prepare, profile, release, short_error
 from suites.harness.pairing import paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
@@ -36,6 +35,7 @@ class CaseOutcome:
     slots: list[Slot] = field(default_factory=list)   # every share of every round, judged
     profiles: dict[str, CallProfile] = field(default_factory=dict)
     remeasured: bool = False
+    notes: dict[str, str] = field(default_factory=dict)  # variant -> what its reason must keep
 
     def needs_remeasure(self) -> bool:
         return any(r.status == Status.NOISY for r in self.rows)
@@ -59,7 +59,7 @@ def model_us(row: ResultRow, peaks: dict | None) -> float | None:
 def limits(case: Case, rows: list[ResultRow], spec: RunSpec, peaks: dict | None) -> Limits:
     # On a GPU the host path of a call runs on one thread, whatever torch's CPU thread count.
     threads = spec.timing.threads if case.device_type == "cpu" else 1
-    return Limits(os.cpu_count() or 1, threads,
+    return Limits(len(usable_cpus()), threads,
                   {r.variant: m for r in rows if (m := model_us(r, peaks)) is not None})
 
 
@@ -93,6 +93,9 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
     profiles = {p.row.variant: prof for p in prepared
                 if (prof := profile(p, case, spec)) is not None}
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
+    # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
+    outcome.notes = {p.row.variant: p.row.reason for p in prepared
+                     if p.row.reason.startswith("profiling failed")}
     finish(outcome, spec, peaks)
     release(case)
     return outcome
@@ -131,6 +134,9 @@ def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSp
     for p in prepared:  # a variant that fails when prepared again keeps its first-pass rounds
         if p.contender is None or p.contender.failed:
             new_slots = [s for s in new_slots if s.variant != p.row.variant]
+            note = f"re-measure not possible: {p.row.status}: {p.row.reason}"
+            outcome.notes[p.row.variant] = "; ".join(
+                n for n in (outcome.notes.get(p.row.variant), note) if n)
     outcome.slots += new_slots
     outcome.remeasured = True
     finish(outcome, spec, peaks)
@@ -145,6 +151,8 @@ def finish(outcome: CaseOutcome, spec: RunSpec, peaks: dict | None) -> None:
         mine = [s for s in outcome.slots if s.variant == row.variant]
         if row.status in (Status.OK, Status.NOISY) and mine:
             _timing(row, mine, min_clean(spec), cache)
+            note = outcome.notes.get(row.variant)
+            row.reason = "; ".join(r for r in (row.reason, note) if r)
     _speedups(outcome, spec.suite.baseline)
 
 
@@ -154,7 +162,7 @@ def _timing(row: ResultRow, slots: list[Slot], needed: int, cache: str) -> None:
     row.timing = timing.summarize([t for s in used for t in s.samples_us], cache,
                                   rounds=len(clean), rounds_dropped=len(slots) - len(clean))
     if len(clean) >= needed:
-        row.status, row.reason = Status.OK, row.reason if row.reason.startswith("profiling") else ""
+        row.status, row.reason = Status.OK, ""
         return
     row.status = Status.NOISY
     row.reason = noisy_reason(slots, len(clean), needed)
@@ -168,7 +176,7 @@ def noisy_reason(slots: list[Slot], clean: int, needed: int) -> str:
         first.setdefault(s.state, s.reason)
     parts = [f"{n} {state} ({first[state]})" for state, n in states.most_common()]
     return (f"{clean} of {len(slots)} rounds clean ({needed} needed): " + "; ".join(parts) +
-            "; figures not shown as a result")
+            "; its figures (from every round) are kept but not shown as a result")
 
 
 def _speedups(outcome: CaseOutcome, baseline: str) -> None:

@@ -1,9 +1,11 @@
 """What else ran while a round was timed.
 
-CPU: the cores other processes kept busy, from /proc/stat's busy time of all CPUs minus this
-process's own CPU time over the same wall time (the load average cannot tell this process from
-the others, and lags by a minute). GPU: other processes holding the device and the SM clock
-against its maximum, from NVML where `pynvml` is installed (unknown otherwise, never guessed).
+CPU, two readings, over the CPUs this process may run on: how long this process's threads sat runnable but not running (the kernel's
+per-thread run-queue delay, /proc/self/task/*/schedstat, in nanoseconds: exact even over a few
+milliseconds, and exactly the cost another process imposes on the timing), and the cores other
+processes kept busy (/proc/stat's busy time of all CPUs minus this process's own CPU time; the
+load average cannot tell this process from the others and lags by a minute). GPU: other
+processes using the device and its SM clock against the maximum (suites/harness/gpu_state.py).
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from suites.harness.gpu_state import GpuState
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -21,18 +25,53 @@ class RoundLoad:
 
     wall_s: float
     others_cores: float | None = None       # CPU cores other processes kept busy, on average
+    wait_frac: float | None = None          # this process's threads' run-queue wait / wall
     gpu_other_processes: int | None = None  # other processes with a context on the GPU
     sm_clock_ratio: float | None = None     # SM clock / its maximum, at the end of the share
 
 
-def cpu_times() -> tuple[int, int] | None:
-    """(busy, total) ticks of all CPUs from /proc/stat, or None off Linux."""
+def usable_cpus() -> set[int]:
+    """The CPUs this process may run on (a cpuset or taskset can allow fewer than the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
+
+
+def cpu_times(cpus: set[int] | None = None) -> tuple[int, int] | None:
+    """(busy, total) ticks from /proc/stat, of `cpus` (all CPUs when None), or None off Linux."""
     try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
         return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
+    busy = total = 0
+    for line in lines:
+        name, *values = line.split()
+        if not name.startswith("cpu"):
+            break  # the cpu lines come first
+        if (name != "cpu") if cpus is None else (name[3:] == "" or int(name[3:]) not in cpus):
+            continue
+        fields = [int(v) for v in values]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        busy, total = busy + sum(fields) - idle, total + sum(fields)
+    return (busy, total) if total else None
+
+
+def run_delay_s() -> float | None:
+    """Seconds this process's threads have spent runnable but waiting for a CPU, all threads
+    summed (threads that ended are gone from the sum: the rounds' threads are long-lived)."""
+    total, seen = 0, False
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+                seen = True
+        except (OSError, ValueError, IndexError):  # a thread that just ended; no schedstat
+            continue
+    return total / 1e9 if seen else None
 
 
 def others_cores(busy_ticks: float, own_cpu_s: float, wall_s: float) -> float | None:
@@ -42,54 +81,27 @@ def others_cores(busy_ticks: float, own_cpu_s: float, wall_s: float) -> float | 
     return max(0.0, (busy_ticks / _TICKS_PER_S - own_cpu_s) / wall_s)
 
 
-class _Nvml:
-    """NVML handles for the GPU being timed; every query returns None when NVML is missing."""
-
-    def __init__(self, device_index: int):
-        self.handle = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self.nvml = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-            self.max_clock = pynvml.nvmlDeviceGetMaxClockInfo(self.handle, pynvml.NVML_CLOCK_SM)
-        except Exception:  # no pynvml, no driver access, an index NVML numbers differently
-            self.handle = None
-
-    def other_processes(self) -> int | None:
-        if self.handle is None:
-            return None
-        try:
-            procs = self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle)
-        except Exception:
-            return None
-        return sum(1 for p in procs if p.pid != os.getpid())
-
-    def clock_ratio(self) -> float | None:
-        if self.handle is None or not self.max_clock:
-            return None
-        try:
-            return self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM) / self.max_clock
-        except Exception:
-            return None
-
-
 class LoadMeter:
     """start() before a variant's share of a round, stop() after: what else ran meanwhile."""
 
     def __init__(self, device_type: str, device_index: int = 0):
-        self.nvml = _Nvml(device_index) if device_type == "cuda" else None
+        self.nvml = GpuState(device_index) if device_type == "cuda" else None
+        self.cpus = usable_cpus()
         self._start = None
 
     def start(self) -> None:
-        self._start = (time.perf_counter(), time.process_time(), cpu_times())
+        self._start = (time.perf_counter(), time.process_time(), cpu_times(self.cpus),
+                       run_delay_s())
 
     def stop(self) -> RoundLoad:
-        wall0, own0, ticks0 = self._start
-        wall, own, ticks = time.perf_counter() - wall0, time.process_time() - own0, cpu_times()
+        wall0, own0, ticks0, delay0 = self._start
+        wall, own = time.perf_counter() - wall0, time.process_time() - own0
+        ticks = cpu_times(self.cpus)
+        delay = run_delay_s()
         others = (others_cores(ticks[0] - ticks0[0], own, wall)
                   if ticks is not None and ticks0 is not None else None)
+        wait = (max(0.0, delay - delay0) / wall
+                if delay is not None and delay0 is not None and wall > 0 else None)
         if self.nvml is None:
-            return RoundLoad(wall, others)
-        return RoundLoad(wall, others, self.nvml.other_processes(), self.nvml.clock_ratio())
+            return RoundLoad(wall, others, wait)
+        return RoundLoad(wall, others, wait, self.nvml.other_processes(), self.nvml.clock_ratio())

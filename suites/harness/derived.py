@@ -1,5 +1,5 @@
-"""What a row derives from its parts and the other rows: the cost model of its case, throughput
-and roofline share, exposed overhead, compile cost, and the speedup over the baseline.
+"""What a row derives from its parts: the cost model of its case, throughput and roofline share,
+exposed overhead and compile cost (the paired speedup comes from the rounds: case_run.py).
 
 `pct_peak` is the achieved FLOP/s over what the roofline allows at this arithmetic intensity,
 min(peak FLOP/s, intensity x peak bandwidth), with both peaks measured on this machine
@@ -63,11 +63,3 @@ def derive(row: ResultRow, peaks: dict | None) -> None:
     median = row.value("median_us")
     if row.family == "compile" and not math.isnan(row.first_call_ms) and not math.isnan(median):
         row.compile_ms = max(0.0, row.first_call_ms - median / 1e3)
-
-
-def add_speedups(rows: list[ResultRow], baseline: str) -> None:
-    """Baseline median / variant median for the same case, in place."""
-    base_median = {r.case_id: r.value("median_us") for r in rows if r.variant == baseline}
-    for row in rows:
-        median = row.value("median_us")
-        row.speedup = base_median.get(row.case_id, NAN) / median if median else NAN

@@ -15,14 +15,15 @@ from dataclasses import dataclass
 NAN = float("nan")
 # Two-sided 95% quantiles of Student's t, by degrees of freedom (rounds - 1).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
+        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980}
 
 
 def t95(dof: int) -> float:
-    """The 95% t quantile for `dof` degrees of freedom (the next tabulated lower dof: wider)."""
+    """The 95% t quantile for `dof` degrees of freedom (the next lower tabulated dof: wider; past
+    120, 1.98 for 1.96, under 1% wide)."""
     if dof < 1:
         raise ValueError("t needs at least one degree of freedom")
-    return _T95[max(k for k in _T95 if k <= dof)] if dof <= 60 else 1.96
+    return _T95[max(k for k in _T95 if k <= dof)]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Is a timing round clean? Four independent signs that it measured the machine, not the kernel.
 
-- contended: other processes took CPU cores the timing needs (or, on a GPU, held the device, or
-  its SM clock dropped) during the round;
+- contended: the timing's threads waited for a CPU (another process held the cores), or other
+  processes took the cores the timing needs (or, on a GPU, held the device, or its SM clock
+  dropped) during the round;
 - stalled: many calls ran a scheduler tick or more (>= 1 ms) longer than the variant's fastest
   call and at least twice as long: with every core in one OpenMP team, a descheduled thread
   stalls the whole op until the scheduler runs it again, so the samples pile up at multiples of
@@ -33,6 +34,9 @@ SPARE_CORES = 0.5
 # core. A share shorter than this is judged only within its round's average, and a round shorter
 # than twice this (a quick smoke run) not at all for CPU contention.
 MIN_SHARE_WALL_S = 0.05
+# The threads' run-queue wait, summed, over the share's wall time: a quiet machine reads under
+# 1%; one other busy process on a 2-core machine timed with 2 threads, 50-90%.
+WAIT_LIMIT = 0.05
 GPU_MIN_CLOCK_RATIO = 0.7  # below this share of its max SM clock the GPU was throttled
 STALL_MIN_US = 1000.0      # a stall is at least a scheduler tick (1 ms at 1000 Hz, 4 ms at 250 Hz)
 STALL_SHARE = 0.2          # a round with this share of stalled calls or more is stalled
@@ -72,6 +76,14 @@ class Limits:
     cores: int
     threads: int
     model_us: dict[str, float] = field(default_factory=dict)  # variant -> roofline time, if known
+
+
+def waited(load: RoundLoad) -> str:
+    """Why one variant's share counts as contended by its threads' wait for a CPU ("" if not)."""
+    if load.wait_frac is None or load.wait_frac <= WAIT_LIMIT:
+        return ""
+    return (f"the timing's threads waited for a CPU {load.wait_frac:.0%} of the time (another "
+            "process held the cores)")
 
 
 def contention(loads: list[RoundLoad], cores: int, threads: int) -> str:
@@ -121,7 +133,8 @@ def slow(median_us: float, model_us: float | None) -> str:
 
 def judge(slots: list[Slot], limits: Limits) -> list[Slot]:
     """The slots of one case, each with its state and reason; the first sign found wins, in the
-    order contended, slow, stalled, off (the later ones compare a round with the clean rest)."""
+    order contended (the share's own wait first, then the round's load), slow, stalled, off (the
+    later ones compare a round with the clean rest)."""
     by_round: dict[int, list[Slot]] = {}
     for s in slots:
         by_round.setdefault(s.round, []).append(s)
@@ -129,7 +142,7 @@ def judge(slots: list[Slot], limits: Limits) -> list[Slot]:
                  for r, group in by_round.items()}
     judged = []
     for s in slots:
-        reason = contended[s.round]
+        reason = waited(s.load) or contended[s.round]
         state = CONTENDED if reason else CLEAN
         if not reason and (reason := slow(s.median_us, limits.model_us.get(s.variant))):
             state = SLOW

@@ -64,7 +64,7 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
             load = slot.load
             rounds.append({**keys, "round": slot.round, "position": slot.position,
                            "n_samples": len(slot.samples_us), "median_us": slot.median_us,
-                           "others_cores": load.others_cores,
+                           "wait_frac": load.wait_frac, "others_cores": load.others_cores,
                            "gpu_other_processes": load.gpu_other_processes,
                            "sm_clock_ratio": load.sm_clock_ratio, "state": slot.state,
                            "reason": slot.reason})
@@ -103,8 +103,11 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
         progress.finish(outcome.rows)
 
     if spec.calibrate:  # again, and the best of both: a probe under load reads low
-        env["peak_probes"].append(calibrate(spec.device, spec.suite.dtypes))
-        env["peaks"] = best_peaks(env["peak_probes"])
+        try:
+            env["peak_probes"].append(calibrate(spec.device, spec.suite.dtypes))
+            env["peaks"] = best_peaks(env["peak_probes"])
+        except Exception as exc:  # the sweep's rows matter more than a second probe
+            env["peak_probe_error"] = f"the end-of-run probe failed ({exc}); the first one stands"
     rows = [row for o in outcomes for row in o.rows]
     for row in rows:
         derive(row, env.get("peaks"))

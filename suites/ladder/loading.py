@@ -22,7 +22,7 @@ from suites.run_folders import find_runs, read_run
 REQUIRED = ["family", "dtype"]  # besides KEY and status
 # What the ladder reads; a run from an older version may lack some of them (NaN then).
 USED = ["device", "median_us", "host_us", "device_us", "n_kernels", "flops", "bytes",
-        "intensity", "tflops", "speedup", "speedup_low", "speedup_high", "device_ratio",
+        "intensity", "tflops", "speedup", "speedup_low", "speedup_high", "device_ratio", "rounds",
         "first_call_ms", "compile_ms", "reason"]
 
 
@@ -101,24 +101,29 @@ def _baseline(rows: pd.DataFrame) -> str:
 
 
 def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
-    """speedup, its interval and device_ratio against the kept baseline. A row whose baseline was
-    kept from the same run keeps its own paired speedup (timed in the same rounds); one whose
-    baseline comes from another run gets the ratio of the two medians, unpaired, no interval,
-    and `paired` False, so the table can say so."""
+    """speedup, its interval and device_ratio against the kept baseline (an ok row of the same
+    case). A row whose baseline was kept from its own run keeps its paired speedup (timed in the
+    same rounds; NaN when no round was clean for both); one whose baseline comes from another
+    run gets the ratio of the two medians, no interval, and `paired` False, so the table can
+    say so."""
     ok = rows["status"] == Status.OK
     is_base = ok & (rows["variant"] == rows["suite"].map(baselines))
     base = rows[is_base].set_index(["suite", "case_id"])
     keys = pd.Series(list(zip(rows["suite"], rows["case_id"])), index=rows.index)
     base_run = keys.map(base["run"])
-    paired = ok & (base_run == rows["run"]) & rows["speedup"].notna()
+    same_run = ok & (base_run == rows["run"])
+    other_run = ok & base_run.notna() & (base_run != rows["run"])
     unpaired = keys.map(base["median_us"]).astype(float) / rows["median_us"]
     device = keys.map(base["device_us"]).astype(float) / rows["device_us"]
     out = pd.DataFrame(index=rows.index)
-    out["speedup"] = np.where(paired, rows["speedup"], np.where(ok, unpaired, np.nan))
-    out["speedup_low"] = np.where(paired, rows["speedup_low"], np.nan)
-    out["speedup_high"] = np.where(paired, rows["speedup_high"], np.nan)
-    out["device_ratio"] = np.where(ok, device, np.nan)
-    out["paired"] = paired | ~ok
+    # A run from before timing rounds has no paired speedup to keep: its medians' ratio stands.
+    legacy = same_run & rows["rounds"].isna() & rows["speedup"].isna()
+    out["speedup"] = np.where(same_run & ~legacy, rows["speedup"],
+                              np.where(other_run | legacy, unpaired, np.nan))
+    out["speedup_low"] = np.where(same_run, rows["speedup_low"], np.nan)
+    out["speedup_high"] = np.where(same_run, rows["speedup_high"], np.nan)
+    out["device_ratio"] = np.where(ok & base_run.notna(), device, np.nan)
+    out["paired"] = ~other_run
     return out
 
 

@@ -23,6 +23,8 @@ _OTHER_CHOICE = 1e6
 COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
            "device_us", "host_us", "median_us", "speedup", "speedup_low", "speedup_high",
            "device_ratio", "note"]
+_NUMBERS = ["n_kernels", "device_us", "host_us", "median_us", "speedup", "speedup_low",
+            "speedup_high", "device_ratio"]
 DISAGREE = 1.5  # speedup and device ratio this far apart: the two passes saw different things
 
 
@@ -103,13 +105,11 @@ def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
             if row["status"] != Status.OK and row["reason"]:
                 note = f"{row['reason']}" + (f"; {note}" if note else "")
             note = "; ".join(n for n in (note, *_pass_notes(row)) if n)
+            # Only an ok row's numbers are results: a noisy row's are in its reason (the note).
+            shown = {c: row[c] if row["status"] == Status.OK else math.nan for c in _NUMBERS}
             out.append({"suite": info.name, "dtype": dtype, "shape": shape_label(shape),
                         "shape_note": shape_note, "family": family, "variant": row["variant"],
-                        "status": row["status"], "n_kernels": row["n_kernels"],
-                        "device_us": row["device_us"], "host_us": row["host_us"],
-                        "median_us": row["median_us"], "speedup": row["speedup"],
-                        "speedup_low": row["speedup_low"], "speedup_high": row["speedup_high"],
-                        "device_ratio": row["device_ratio"], "note": note})
+                        "status": row["status"], **shown, "note": note})
     return out
 
 

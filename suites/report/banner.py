@@ -24,7 +24,7 @@ def rounds_line(summary: dict | None) -> str | None:
         return None
     kinds = ", ".join(f"{n} {state}" for state, n in sorted(states.items(), key=lambda kv: -kv[1]))
     text = (f"{bad} of {bad + clean} timing rounds (one variant's share each) were not clean "
-            f"({kinds}) and were left out of every figure")
+            f"({kinds}) and were left out of the ok rows' figures")
     if remeasured:
         text += (f"; {len(remeasured)} case(s) were re-measured later in the sweep "
                  f"({', '.join(remeasured[:6])}{', ...' if len(remeasured) > 6 else ''})")

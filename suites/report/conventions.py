@@ -37,8 +37,9 @@ def facts(op: Op | None = None) -> dict[str, str]:
 
 
 def round_checks_text() -> str:
-    return (f"contended: other processes kept more cores busy than the timing leaves free, plus "
-            f"{rc.SPARE_CORES:g}, or another process held the GPU, or its SM clock fell under "
+    return (f"contended: the timing's threads waited for a CPU more than {rc.WAIT_LIMIT:.0%} of "
+            f"the share, or other processes kept more cores busy than the timing leaves free, "
+            f"plus {rc.SPARE_CORES:g}, or another process used the GPU, or its SM clock fell under "
             f"{rc.GPU_MIN_CLOCK_RATIO:.0%} of its maximum; stalled: {rc.STALL_SHARE:.0%} or more "
             f"of the calls ran at least {rc.STALL_MIN_US / 1e3:g} ms and 2x longer than the "
             f"fastest call; off: a round median over {rc.OFF_FACTOR:g}x the variant's typical "

@@ -22,6 +22,8 @@ def _fastest(rows: pd.DataFrame) -> str:
     if ok.empty:
         return "no variant ran"
     best = ok.loc[ok["median_us"].idxmin()]
+    if pd.isna(best.get("speedup")):  # no ok baseline, or no round both were clean in
+        return f"fastest: {best['variant']} at {best['median_us']:.4g} us (no paired speedup)"
     interval = ("" if pd.isna(best.get("speedup_low")) else
                 f", 95% interval {best['speedup_low']:.3g}-{best['speedup_high']:.3g}")
     return (f"fastest: {best['variant']} at {best['median_us']:.4g} us ({best['speedup']:.3g}x the "

@@ -71,7 +71,7 @@ def time_vs_size(frame, size_axis, params, path: Path) -> Path:
 
 
 def speedup(frame, size_axis, params, baseline: str, path: Path) -> Path:
-    fig, panels = _panels(frame, f"Speedup over {baseline} (baseline median / variant median)")
+    fig, panels = _panels(frame, f"Speedup over {baseline} (paired per timing round)")
     for dtype, ax in panels:
         _lines(frame[frame["dtype"] == dtype], size_axis, params, "speedup", ax)
         ax.set_yscale("log", base=2)  # 2x faster and 2x slower are the same distance from 1

@@ -1,15 +1,17 @@
-"""The short table printed at the end of a run."""
+"""The short table printed at the end of a run, and what to read it with care for."""
 from __future__ import annotations
 
 import pandas as pd
 
+from suites.report.banner import banner_lines
 from suites.results.columns import Status, headers
 
-COLUMNS = headers(["case_id", "variant", "median_us", "speedup", "n_kernels", "host_us",
-                   "device_us", "tflops", "first_call_ms"])
+COLUMNS = headers(["case_id", "variant", "median_us", "speedup", "speedup_low", "speedup_high",
+                   "n_kernels", "host_us", "device_us", "tflops", "first_call_ms"])
 
 
-def summary_table(frame: pd.DataFrame) -> str:
+def summary_table(frame: pd.DataFrame, env: dict | None = None) -> str:
+    """The ok rows, one line per status group of the others, then the banner's warnings."""
     ok = frame[frame["status"] == Status.OK]
     table = ok[list(COLUMNS)].rename(columns=COLUMNS)
     lines = [table.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")
@@ -18,4 +20,5 @@ def summary_table(frame: pd.DataFrame) -> str:
     for (variant, status, reason), group in others.groupby(["variant", "status", "reason"],
                                                            dropna=False, sort=False):
         lines.append(f"{status}: {variant} on {len(group)} case(s): {reason}")
+    lines += [f"read with care: {line}" for line in banner_lines([env or {}], frame)]
     return "\n".join(lines)

@@ -51,7 +51,9 @@ def _stretch(cls: str, rows: pd.DataFrame, varying: list[str]) -> str:
     else:
         figure = f"{_x(rows['speedup'].min())}-{_x(rows['speedup'].max())}"
     words = {FASTER: "faster", SLOWER: "slower", SAME: f"the same within {SAME_WITHIN:.0%}",
-             UNCLEAR: "unclear"}[cls]
+             UNCLEAR: "unclear"}.get(cls)
+    if words is None:  # not measured there: noisy, failed, incorrect or skipped; no figure
+        return f"{cls} at {where}"
     return f"{words} at {where}: {figure}"
 
 
@@ -70,10 +72,16 @@ def verdict_lines(frame: pd.DataFrame, size_axis: str, params: list[str], baseli
                & frame["speedup"].notna()]
     if ok.empty:
         return [f"No variant has a speedup against {baseline} (none ran ok with it)."]
+    # A size the variant has no speedup at breaks its stretches, so "faster at M64 to M1024"
+    # never covers an M256 that was not measured; variants with no speedup at all are left out.
+    others = frame[frame["variant"].isin(ok["variant"]) & ~frame.index.isin(ok.index)]
+    ok = pd.concat([ok, others])
     categorical = [p for p in params if p != size_axis
                    and not pd.api.types.is_numeric_dtype(frame[p].dropna())]
     ok = ok.assign(_choice=[_choice(r, categorical) for _, r in ok.iterrows()],
                    _class=[classify(r.speedup, r.speedup_low, r.speedup_high)
+                           if r.status == Status.OK and r.speedup == r.speedup
+                           else (r.status if r.status != Status.OK else "not paired")
                            for r in ok.itertuples()])
     lines = []
     for (variant, dtype, choice), rows in ok.groupby(["variant", "dtype", "_choice"], sort=False):

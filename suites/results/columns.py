@@ -27,7 +27,8 @@ STATUS_MEANING = {
     Status.FAILED: "it raised (a compile error, out of memory...): the reason holds the error",
     Status.INCORRECT: "it ran but failed the correctness check, so it was not timed",
     Status.NOISY: ("checked and timed, but too few timing rounds were clean (the machine was "
-                   "contended): the reason holds the figures; never shown as a result"),
+                   "contended): the reason says how many and why; its figures, from every round, "
+                   "stay in the table but are never shown as a result"),
 }
 
 
@@ -66,7 +67,8 @@ METRICS = (
     Column("threads", "", NUMBER, "CPU threads the run set (torch.set_num_threads)"),
     Column("cache", "", TEXT, "cold: L2 flushed before every timed call (CUDA); hot; n/a on a CPU",
        part="timing"),
-    Column("n_samples", "", NUMBER, "timed calls in the clean rounds", part="timing"),
+    Column("n_samples", "", NUMBER, "timed calls in the clean rounds (a noisy row: in every round)",
+           part="timing"),
     Column("rounds", "", NUMBER,
        "clean timing rounds the row's figures come from: the case's variants are timed in "
        "interleaved rounds (ABC BCA CAB ...), each with an equal share of the budget",
@@ -75,7 +77,7 @@ METRICS = (
        "rounds timed but not used: contended, stalled, far off the others or implausibly slow "
        "({round_checks}); rounds.csv says why", part="timing"),
     Column("median_us", "us", NUMBER,
-       "median time per call over the clean rounds of the timing pass, never under the profiler. CUDA: the latency of "
+       "median time per call over the clean rounds of the timing pass (a noisy row: every round), never under the profiler. CUDA: the latency of "
        "one call started on an idle GPU (queue drained, host work included), CUDA events around "
        "it. CPU: perf_counter_ns around each call, the thread count set and recorded",
        "median us", "timing"),
@@ -145,7 +147,8 @@ METRICS = (
     Column("gbps", "GB/s", NUMBER, "bytes / median", "GB/s", "roofline"),
     Column("pct_peak", "%", NUMBER,
        "achieved FLOP/s over min(peak FLOP/s, intensity x peak bandwidth), both peaks measured "
-       "on this machine at the start of the run (env.json)", "% roofline", "roofline"),
+       "on this machine (the best of a probe at the start and one at the end of the run, "
+       "env.json); above 100 is flagged", "% roofline", "roofline"),
     Column("roofline_bound", "", TEXT,
        "compute or memory: the roof the op's intensity meets on this machine (its measured "
        "ridge point: peak FLOP/s / peak bandwidth)", part="roofline"),
@@ -175,8 +178,8 @@ KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_p
                         "mean_us")
 SAMPLE_COLUMNS = KEY + ("round", "sample", "time_us")
 # One row per variant per timing round: what the round measured and whether it was clean.
-ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "median_us", "others_cores",
-                       "gpu_other_processes", "sm_clock_ratio", "state", "reason")
+ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "median_us", "wait_frac",
+                       "others_cores", "gpu_other_processes", "sm_clock_ratio", "state", "reason")
 FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
 _OTHER_TABLES = (set(KERNEL_COLUMNS + SAMPLE_COLUMNS + ROUND_COLUMNS + FINDING_COLUMNS)
                  - set(BY_NAME))
