@@ -173,7 +173,7 @@ def test_judge_marks_each_kind_and_keeps_clean_rounds_clean():
     judged = {s.round: s for s in judge(slots, Limits(2, 1, {"A": 10.0}))}
     assert [judged[r].state for r in range(9)] == ["clean"] * 5 + [
         rc.CONTENDED, rc.STALLED, rc.OFF, rc.SLOW]
-    assert "2.0x the variant's typical round" in judged[7].reason
+    assert "1.99x the variant's fastest round (101 us)" in judged[7].reason
 
 
 def test_contention_spoils_the_whole_round_for_every_variant():

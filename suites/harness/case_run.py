@@ -2,7 +2,8 @@
 interleaved rounds, profile each, judge every round, and finish the rows.
 
 A row's timing comes from its clean rounds only; with fewer than `min_clean` of them it is
-`noisy`, its figures in the reason and never shown as a result. Speedups are paired per round
+`noisy`: the reason says how many rounds were clean and why the others were not, and its
+figures are never shown as a result. Speedups are paired per round
 (suites/harness/pairing.py). A case whose rows lack clean rounds can be timed again later in
 the sweep (`remeasure`): the new rounds continue the numbering and are judged with the old.
 """
@@ -97,6 +98,7 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
     outcome.notes = {p.row.variant: p.row.reason for p in prepared
                      if p.row.reason.startswith("profiling failed")}
     finish(outcome, spec, peaks)
+    prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
     release(case)
     return outcome
 
@@ -116,10 +118,12 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     p = prepare(op, variant, case, spec, baseline_err)
     slots = _time([p], case, spec, LoadMeter(case.device_type), 0)
     result = profile(p, case, spec)
-    outcome = CaseOutcome(case, [p.row], slots, {p.row.variant: result} if result else {})
+    row = p.row
+    outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {})
     finish(outcome, spec, None)
+    del p
     release(case)
-    return Measured(p.row, [t for s in outcome.slots for t in s.samples_us], result, outcome.slots)
+    return Measured(row, [t for s in outcome.slots for t in s.samples_us], result, outcome.slots)
 
 
 def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSpec,
@@ -140,6 +144,7 @@ def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSp
     outcome.slots += new_slots
     outcome.remeasured = True
     finish(outcome, spec, peaks)
+    prepared.clear()
     release(case)
 
 

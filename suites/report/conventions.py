@@ -42,7 +42,7 @@ def round_checks_text() -> str:
             f"plus {rc.SPARE_CORES:g}, or another process used the GPU, or its SM clock fell under "
             f"{rc.GPU_MIN_CLOCK_RATIO:.0%} of its maximum; stalled: {rc.STALL_SHARE:.0%} or more "
             f"of the calls ran at least {rc.STALL_MIN_US / 1e3:g} ms and 2x longer than the "
-            f"fastest call; off: a round median over {rc.OFF_FACTOR:g}x the variant's typical "
+            f"fastest call; off: a round median over {rc.OFF_FACTOR:g}x the variant's fastest "
             f"round; slow: a median over {rc.SLOW_FACTOR:,.0f}x the op's model time at the "
             f"measured peaks plus {rc.SLOW_ALLOWANCE_US / 1e3:g} ms")
 
