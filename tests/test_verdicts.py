@@ -62,7 +62,7 @@ def test_the_banner_says_what_was_not_clean():
                                "(3 contended, 1 stalled)")
     assert "1 case(s) were re-measured later in the sweep (M64-N64-K64-fp32)" in lines[1]
     assert lines[2].startswith("1 row(s) are noisy")
-    assert "above 100% of the measured roofline (up to 384%)" in lines[3]
+    assert "above 100% of the measured roofline (up to 384.0%)" in lines[3]
     assert rounds_line({"states": {"clean": 9}, "remeasured_cases": []}) is None
     assert banner_lines([{}], _frame([("eager", 64, "ok", 1.0, 1.0, 1.0, 50)])) == []
 

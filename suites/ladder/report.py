@@ -69,7 +69,7 @@ def _above_peak(rows: pd.DataFrame, peaks: dict) -> list[str]:
         return []
     worst = above.loc[(above["tflops"] / peak[above.index]).idxmax()]
     return [f"{len(above)} ok row(s) beat the measured peak FLOP/s (up to "
-            f"{worst['tflops'] / peak[worst.name]:.2g}x, {worst['variant']} at {worst['case_id']}): "
+            f"{worst['tflops'] / peak[worst.name]:.3f}x, {worst['variant']} at {worst['case_id']}): "
             "the calibration probe underestimated this machine, so read % of peak with care."]
 
 

@@ -43,7 +43,7 @@ def banner_lines(envs: list[dict], frame: pd.DataFrame) -> list[str]:
         above = frame[(frame["status"] == Status.OK) & (frame["pct_peak"] > 100)]
         if len(above):
             lines.append(f"{len(above)} row(s) ran above 100% of the measured roofline (up to "
-                         f"{above['pct_peak'].max():.0f}%): the peak probe read low or the model "
+                         f"{above['pct_peak'].max():.1f}%): the peak probe read low or the model "
                          "undercounts; their % roofline is flagged, not an efficiency.")
     return lines
 

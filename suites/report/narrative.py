@@ -19,8 +19,9 @@ def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str
 
 def _fastest(rows: pd.DataFrame) -> str:
     ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
+    noisy = int((rows["status"] == Status.NOISY).sum())
     if ok.empty:
-        return "no variant ran"
+        return f"no clean measurement: {noisy} variant(s) noisy" if noisy else "no variant ran"
     best = ok.loc[ok["median_us"].idxmin()]
     if pd.isna(best.get("speedup")):  # no ok baseline, or no round both were clean in
         return f"fastest: {best['variant']} at {best['median_us']:.4g} us (no paired speedup)"
@@ -50,7 +51,14 @@ def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> li
     for case_id, rows in frame.groupby("case_id", sort=False):
         lines = []
         bound = _statement(findings, case_id, baseline, BOUND_CODES)
-        lines.append(f"{baseline}: {bound}" if bound else f"{baseline}: not profiled")
+        base_status = rows.loc[rows["variant"] == baseline, "status"]
+        if bound:
+            lines.append(f"{baseline}: {bound}")
+        elif len(base_status) and base_status.iloc[0] == Status.NOISY:
+            lines.append(f"{baseline}: noisy (too few clean timing rounds): nothing is stated "
+                         "from a contended machine")
+        else:
+            lines.append(f"{baseline}: not profiled")
         for variant in rows["variant"]:
             if variant == baseline:
                 continue
