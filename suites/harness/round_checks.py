@@ -15,9 +15,9 @@
 - slow: the median is implausibly far below the rate the measured peaks allow for the op's size
   (a 64^3 matmul at 16 ms is a stall, not a kernel).
 
-A round is judged as a whole for contention (every variant of the round shares the machine state
-it saw) and per variant for the rest. Pure functions of numbers, so each is tested on synthetic
-rounds.
+Contention is judged per share (its threads' own wait for a CPU) and per round (other
+processes' load, which every variant of the round shared); the rest per variant, against its
+other rounds. Pure functions of numbers, so each is tested on synthetic rounds.
 """
 from __future__ import annotations
 
