@@ -3,8 +3,9 @@
     python -m suites.analyze trace.json.gz [--csv out_dir] [--label NAME] [--dtype bfloat16]
                                            [--steps REGEX] [--top 10]
 
-Prints per-step host time, device time, busy fraction, kernels, launch overhead, the top
-kernels and the findings. Traces without ProfilerStep annotations are one step (or use --steps
+Prints the GPU timeline (TraceLens's definitions: computation, exposed communication, exposed
+memcpy, busy, idle, total), per-step host time, device time, busy fraction, kernels, launch
+overhead, the top kernels and the findings. Traces without ProfilerStep annotations are one step (or use --steps
 to name your own step ranges); CPU-only traces are analysed by their compute ops.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kernels.base import DTYPES
 from suites import cli
 from suites.findings import FindingContext, run_detectors
 from suites.profiling.call_profile import CallProfile
+from suites.profiling.gpu_timeline import FIELDS, Timeline, trace_timeline
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import TraceFormatError, read_trace
 
@@ -34,12 +36,28 @@ def step_frame(profile: CallProfile) -> pd.DataFrame:
     } for s in profile.steps])
 
 
+def timeline_lines(timeline: Timeline) -> list[str]:
+    """The trace's GPU timeline, in ms and % of its total; empty for a trace with no device work."""
+    if not timeline.counted:
+        return []
+    parts = [f"{name.removesuffix('_us').replace('_', ' ')} {getattr(timeline, name) / 1e3:.4g} ms "
+             f"({timeline.percent(name):.1f}%)" for name in FIELDS[:-1]]
+    lines = ["", f"GPU timeline over {timeline.counted} device activities "
+                 f"({timeline.total_us / 1e3:.4g} ms, TraceLens's definitions):",
+             "  " + ", ".join(parts)]
+    if timeline.unlinked:
+        lines.append(f"  {timeline.unlinked} device activities have no launch event in the trace "
+                     "(launched before the profiler started?): not in this timeline")
+    return lines
+
+
 def _device_name(meta: dict) -> str:
     props = meta.get("deviceProperties") or []
     return props[0].get("name", "") if props and isinstance(props[0], dict) else ""
 
 
-def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float) -> str:
+def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float,
+            timeline: Timeline | None = None) -> str:
     analysis, trace = profile.analysis, profile.analysis.trace
     device = _device_name(trace.meta)
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
@@ -48,6 +66,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
     if analysis.unattributed_device:
         lines.append(f"note: {analysis.unattributed_device} device activities were launched "
                      "outside every step and are not counted")
+    lines += timeline_lines(timeline) if timeline is not None else []
     steps = step_frame(profile)
     fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
     shown = steps.drop(columns=["wall_us"])
@@ -74,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m suites.analyze",
                                      description="Analyse a torch.profiler Chrome trace.")
     parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
-    parser.add_argument("--csv", type=Path, help="also write steps.csv, kernels.csv, findings.csv here")
+    parser.add_argument("--csv", type=Path, help="also write timeline.csv, steps.csv, kernels.csv, "
+                                                 "findings.csv here")
     parser.add_argument("--label", help="record_function name around each call (host time = its span)")
     parser.add_argument("--steps", help="regex of annotation names to use as steps "
                                         "(default: ProfilerStep#N, else the whole trace)")
@@ -90,9 +110,12 @@ def analyze_trace(args) -> None:
     profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
     ctx = FindingContext(profile=profile, dtype=args.dtype)
     findings = run_detectors(ctx)
-    print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started))
+    timeline = trace_timeline(trace)
+    print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started,
+                  timeline))
     if args.csv:
         args.csv.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame([timeline.row("trace")]).to_csv(args.csv / "timeline.csv", index=False)
         step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
         pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
         pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from kernels import registry
 from kernels.base import Case
 from suites.harness.timing import TimingSpec
 from suites.profiling.capture import ProfileSpec
-from suites.spec import RunSpec, SuiteSpec
+from suites.spec import RunSpec, SuiteSpec, auto_threads
 
+# The threads a run takes by default (all usable cores but one), so a test on a busy machine
+# is as robust as a run there.
 QUICK = TimingSpec("test", budget_s=0.01, min_samples=3, max_samples=50, warmup_calls=1,
-                   compile_warmup_calls=1, l2_flush=False, threads=torch.get_num_threads())
+                   compile_warmup_calls=1, l2_flush=False, threads=auto_threads()[0])
 NO_PROFILE = ProfileSpec(False, 0, 1, 2, False, 10)
 PROFILE = ProfileSpec(True, 0, 1, 2, False, 10)
 

@@ -30,7 +30,9 @@ def _measure(variant: str, tmp_path: Path, case: Case | None = None):
     spec = run_spec(tmp_path, case, [variant], profile=PROFILE)
     outcome = measure(registry.get_op("attention"), registry.get_variant("attention", variant),
                       case, spec, baseline_err=None)
-    assert outcome.row.status in (Status.OK, Status.SKIPPED), outcome.row.reason
+    # Noisy (a busy machine spoiled the timing) still ran, checked and profiled: what these
+    # tests read.
+    assert outcome.row.status in (Status.OK, Status.NOISY, Status.SKIPPED), outcome.row.reason
     return outcome
 
 

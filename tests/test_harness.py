@@ -181,6 +181,8 @@ def test_runner_sets_the_roofline_before_the_findings_read_it(tmp_path):
     result = run(spec)
     row = result.frame.iloc[0]
     assert row["roofline_bound"] == "memory" and math.isfinite(row["pct_peak"]), row
+    if row["status"] == "noisy":  # findings are stated of clean rows only
+        pytest.skip(f"the machine was contended: {row['reason']}")
     if row["idle_frac"] >= 0.5:  # the premise: the addmm fills the call; a stalled machine breaks it
         pytest.skip(f"the machine stalled the call (idle {row['idle_frac']:.0%}): no premise")
     codes = {f["code"] for f in result.findings}

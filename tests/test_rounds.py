@@ -98,7 +98,7 @@ def test_a_share_whose_threads_waited_for_a_cpu_is_contended_alone():
     slots = [slot("A", 0, [10.0]), slot("B", 0, [10.0], load=waited), slot("A", 1, [10.0])]
     states = [(s.variant, s.round, s.state) for s in judge(slots, LIMITS)]
     assert states == [("A", 0, rc.CLEAN), ("B", 0, rc.CONTENDED), ("A", 1, rc.CLEAN)]
-    assert "waited for a CPU 60% of the time" in rc.waited(waited)
+    assert "waited for a CPU for 60% of the share's time" in rc.waited(waited)
     assert rc.waited(RoundLoad(0.1, wait_frac=0.004)) == "" and rc.waited(QUIET) == ""
 
 

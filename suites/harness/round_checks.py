@@ -85,8 +85,8 @@ def waited(load: RoundLoad) -> str:
     """Why one variant's share counts as contended by its threads' wait for a CPU ("" if not)."""
     if load.wait_frac is None or load.wait_frac <= WAIT_LIMIT:
         return ""
-    return (f"the timing's threads waited for a CPU {load.wait_frac:.0%} of the time (another "
-            "process held the cores)")
+    return (f"the timing's threads waited for a CPU for {load.wait_frac:.0%} of the share's time "
+            "(summed over threads: another process held the cores)")
 
 
 def contention(loads: list[RoundLoad], cores: int, threads: int) -> str:

@@ -19,6 +19,10 @@ DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
 CPU_OP_CATS = frozenset({"cpu_op", "operator"})  # `operator` in traces of older torch versions
 ANNOTATION_CATS = frozenset({"user_annotation"})
+# Older Kineto wrote capitalised categories (Kernel, Memcpy, Memset, Runtime, Driver); they are
+# read as today's names, so an old trace is analysed like a new one.
+_CATEGORY_ALIASES = {"memcpy": "gpu_memcpy", "memset": "gpu_memset", "runtime": "cuda_runtime",
+                     "driver": "cuda_driver"}
 
 _CHUNK_CHARS = 1 << 20
 _WS = " \t\r\n"
@@ -192,7 +196,8 @@ def read_trace(path) -> Trace:
         if not isinstance(raw, dict) or raw.get("ph") != "X":
             continue
         name = raw.get("name", "")
-        cat = raw.get("cat", "")
+        cat = str(raw.get("cat", "")).lower()
+        cat = _CATEGORY_ALIASES.get(cat, cat)
         if str(name).startswith("ProfilerStep#"):
             bucket = trace.annotations  # older traces emit steps as cpu ops
         else:

@@ -1,0 +1,82 @@
+"""The GPU timeline against TraceLens's own numbers on real traces recorded by others (H100,
+MI300X, MI210, vLLM and SGLang decode), and its rules on synthetic activities."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from suites.analyze import main
+from suites.profiling.gpu_timeline import subtract, timeline, trace_timeline, union
+from suites.profiling.trace_events import Event, read_trace
+from trace_builders import event, write
+
+REAL = Path(__file__).parent / "fixtures" / "real_traces"
+REFERENCE = sorted(REAL.glob("*.gpu_timeline.csv"))
+FIELDS = {"computation_time": "computation_us", "exposed_comm_time": "exposed_comm_us",
+          "exposed_memcpy_time": "exposed_memcpy_us", "busy_time": "busy_us",
+          "idle_time": "idle_us", "total_time": "total_us"}
+# Activities with no launch event in the trace (kernels launched before the profiler started),
+# as the fixtures' README counts them.
+UNLINKED = {"h100_qwen1.5_0.5b": 509, "mi300_qwen1.5_0.5b": 463}
+
+
+@pytest.mark.parametrize("reference", REFERENCE, ids=lambda p: p.name.split(".gpu")[0])
+def test_the_trace_timeline_matches_tracelens(reference):
+    name = reference.name.removesuffix(".gpu_timeline.csv")
+    got = trace_timeline(read_trace(REAL / f"{name}.json.gz"))
+    ref = pd.read_csv(reference).set_index("type")
+    for theirs, ours in FIELDS.items():
+        assert got.percent(ours) == pytest.approx(ref.loc[theirs, "percent"], abs=0.5), theirs
+        assert getattr(got, ours) / 1e3 == pytest.approx(ref.loc[theirs, "time ms"], rel=1e-3,
+                                                          abs=1e-6), theirs
+    assert got.unlinked == UNLINKED.get(name, 0)
+
+
+def test_every_reference_trace_is_tested():
+    assert len(REFERENCE) == 7
+
+
+def _activity(cat, name, ts, dur, corr=1):
+    return Event(name, cat, ts, dur, 1, 1, corr, None, None)
+
+
+def test_the_kinds_and_what_is_exposed():
+    acts = [_activity("kernel", "gemm", 0, 10),
+            _activity("kernel", "ncclDevKernel_AllReduce", 5, 10),      # 5 us exposed
+            _activity("gpu_memcpy", "Memcpy HtoD", 12, 6),              # 3 us exposed (18-15)
+            _activity("gpu_memset", "Memset", 30, 2),                   # memset is computation
+            _activity("kernel", "__amd_rocclr_copyBuffer", 40, 4)]      # a copy on old ROCm
+    t = timeline(acts)
+    assert t.computation_us == 12 and t.exposed_comm_us == 5 and t.exposed_memcpy_us == 3 + 4
+    assert t.busy_us == 18 + 2 + 4 and t.total_us == 44 and t.idle_us == 44 - 24
+    assert t.computation_us + t.exposed_comm_us + t.exposed_memcpy_us + t.idle_us == t.total_us
+    assert (t.total_comm_us, t.total_memcpy_us) == (10, 10)
+
+
+def test_union_and_subtract():
+    assert union([(5, 7), (0, 2), (1, 3), (3, 4)]) == [(0, 4), (5, 7)]
+    assert subtract([(0, 10)], [(2, 3), (5, 12)]) == [(0, 2), (3, 5)]
+    assert subtract([(0, 1), (4, 6)], []) == [(0, 1), (4, 6)]
+    assert subtract([], [(0, 1)]) == []
+
+
+def test_old_capitalised_categories_are_read_as_todays(tmp_path):
+    events = [event("cudaLaunchKernel", "Runtime", 0, 5, correlation=1),
+              event("cudaMemcpyAsync", "Runtime", 6, 5, correlation=2),
+              event("gemm", "Kernel", 10, 20, tid=7, correlation=1),
+              event("Memcpy DtoH", "Memcpy", 40, 10, tid=7, correlation=2)]
+    trace = read_trace(write({"traceEvents": events}, tmp_path / "old.json"))
+    assert {e.cat for e in trace.device} == {"kernel", "gpu_memcpy"}
+    t = trace_timeline(trace)
+    assert (t.computation_us, t.exposed_memcpy_us, t.idle_us, t.counted) == (20, 10, 10, 2)
+
+
+def test_analyze_prints_and_writes_the_timeline(tmp_path, capsys):
+    trace = REAL / "h100_qwen1.5_0.5b.json.gz"
+    assert main([str(trace), "--csv", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "GPU timeline over 1198 device activities" in out
+    assert "509 device activities have no launch event" in out
+    row = pd.read_csv(tmp_path / "timeline.csv").iloc[0]
+    assert row["scope"] == "trace" and row["unlinked_activities"] == 509
+    assert row["busy_us"] + row["idle_us"] == pytest.approx(row["total_us"])
