@@ -11,14 +11,9 @@ from typing import Callable, ContextManager, Mapping
 import torch
 
 from kernels.formula import Formula
+from kernels.names import DTYPE_NAMES, DTYPE_SHORT, Value
 
-# Short names used in case ids and plots; the long names are what configs and CSVs use.
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-}
-DTYPE_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 FAMILIES = ("eager", "library", "compile", "triton")
 # A categorical parameter's values appear in case ids and file names as they are.
@@ -26,7 +21,6 @@ CHOICE = re.compile(r"[a-z][a-z0-9_]*")
 
 Inputs = dict[str, torch.Tensor]
 Call = Callable[[], torch.Tensor]
-Value = int | str  # a parameter: a size, or one of a categorical parameter's choices
 
 
 def as_value(value) -> Value:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.base import DTYPES
+from kernels.names import DTYPE_NAMES
 from suites import cli
 from suites.findings import FindingContext, run_detectors
 from suites.profiling.call_profile import CallProfile
@@ -52,8 +52,11 @@ def timeline_lines(timeline: Timeline) -> list[str]:
 
 
 def _device_name(meta: dict) -> str:
-    props = meta.get("deviceProperties") or []
-    return props[0].get("name", "") if props and isinstance(props[0], dict) else ""
+    props = meta.get("deviceProperties")
+    if isinstance(props, dict):  # some writers give one object, not a list
+        props = [props]
+    first = props[0] if isinstance(props, list) and props else None
+    return str(first.get("name", "")) if isinstance(first, dict) else ""
 
 
 def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float,
@@ -63,6 +66,8 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
              f"mode: {analysis.mode}{' on ' + device if device else ''}; "
              f"{len(profile.steps)} step(s)"]
+    for why, count in trace.skipped.items():
+        lines.append(f"note: {count} events skipped: {why}")
     if analysis.unattributed_device:
         lines.append(f"note: {analysis.unattributed_device} device activities were launched "
                      "outside every step and are not counted")
@@ -98,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--label", help="record_function name around each call (host time = its span)")
     parser.add_argument("--steps", help="regex of annotation names to use as steps "
                                         "(default: ProfilerStep#N, else the whole trace)")
-    parser.add_argument("--dtype", choices=list(DTYPES), help="the run's dtype (enables the "
+    parser.add_argument("--dtype", choices=list(DTYPE_NAMES), help="the run's dtype (enables the "
                                                                "tensor-cores-unused check)")
     parser.add_argument("--top", type=int, default=10, help="kernels to list")
     return parser

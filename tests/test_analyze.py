@@ -1,5 +1,9 @@
 """python -m suites.analyze on real GPU fixtures, on a CPU trace the suite wrote, on a generated
 multi-step trace larger than the reader's window, and on bad files."""
+import subprocess
+import sys
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -79,3 +83,39 @@ def test_malformed_files_get_one_line_errors(capsys, tmp_path, content, message)
 def test_missing_file(capsys, tmp_path):
     code, _, err = run(capsys, tmp_path / "nope.json")
     assert code == 2 and "no such file" in err
+
+
+def test_analyze_starts_without_torch():
+    """Reading someone's trace needs no torch: its import alone takes seconds and 260 MB."""
+    code = "import sys, suites.analyze; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_malformed_events_are_skipped_and_counted(tmp_path, capsys):
+    from trace_builders import event, write
+
+    events = [event("cudaLaunchKernel", "cuda_runtime", 0, 5, correlation=1),
+              event("k", "kernel", 10, 5, tid=7, correlation=1),
+              event("bad", "kernel", 20, -3, tid=7, correlation=2),
+              {"ph": "X", "cat": "kernel", "name": "n", "ts": float("inf"), "dur": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "args": [1, 2]}]
+    path = write({"traceEvents": events, "deviceProperties": {"name": "GPU X"}},
+                 tmp_path / "odd.json")
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "mode: cuda on GPU X" in out
+    for why in ("1 events skipped: negative duration", "1 events skipped: a time that is not "
+                "finite", "1 events skipped: args not an object (kept without them)"):
+        assert why in out
+    assert "GPU timeline over 1 device activities" in out
+
+
+def test_a_value_nested_too_deeply_is_one_line(tmp_path, capsys):
+    path = tmp_path / "deep.json"
+    path.write_text('{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and err.count("\n") == 1 and "Traceback" not in err

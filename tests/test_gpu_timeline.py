@@ -80,3 +80,16 @@ def test_analyze_prints_and_writes_the_timeline(tmp_path, capsys):
     row = pd.read_csv(tmp_path / "timeline.csv").iloc[0]
     assert row["scope"] == "trace" and row["unlinked_activities"] == 509
     assert row["busy_us"] + row["idle_us"] == pytest.approx(row["total_us"])
+
+
+@pytest.mark.parametrize("name", ["mi300_bert_small", "h100_bert_small", "mi300_qwen1.5_0.5b"])
+def test_steps_are_host_steps_and_rocm_launches_count(name):
+    """Newer traces copy each ProfilerStep onto the GPU's timeline (gpu_user_annotation): not a
+    step of its own. HIP's launch calls (hipLaunchKernel, hipExtModuleLaunchKernel...) are launch
+    calls like CUDA's."""
+    from suites.profiling.trace_analysis import analyze
+
+    analysis = analyze(read_trace(REAL / f"{name}.json.gz"))
+    assert [s.name for s in analysis.steps] == ["ProfilerStep#6"]
+    step = analysis.steps[0]
+    assert step.launch_api_us > 0 and step.n_kernels > 0

@@ -7,11 +7,14 @@ import re
 
 from suites.profiling.trace_events import Event
 
-# Launch calls: what `launch_api_us` sums and launch delays are measured from. Kineto may add a
+# Launch calls: what `launch_api_us` sums and launch delays are measured from, CUDA's and ROCm's
+# (HIP names its runtime calls hip*, in the same cuda_runtime category). Kineto may add a
 # per-thread-stream suffix (_ptsz, _ptds) or a version (_v7000); is_launch_api strips them.
 LAUNCH_APIS = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
     "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
+    "hipLaunchCooperativeKernel", "hipGraphLaunch", "hipMemcpyAsync", "hipMemsetAsync",
 })
 
 # Kernels Inductor generates: pointwise, reduction, persistent reduction and template kernels on

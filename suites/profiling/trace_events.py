@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,7 @@ class Trace:
     device: list[Event] = field(default_factory=list)  # kernels, memcpy, memset
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     n_events: int = 0
+    skipped: dict = field(default_factory=dict)  # why -> events left out as malformed
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -120,6 +122,9 @@ class _Reader:
         while True:
             try:
                 value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                raise TraceFormatError(f"{self.name}: a value nested too deeply to read at "
+                                       f"character {self.consumed + self.pos}") from None
             except json.JSONDecodeError as exc:
                 if self.fill():
                     continue
@@ -178,6 +183,17 @@ def _number(value, default=None):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
+def _problem(ts, dur) -> str | None:
+    """Why an event's times cannot be used, or None."""
+    if ts is None:
+        return "no timestamp"
+    if not math.isfinite(ts) or not math.isfinite(dur):
+        return "a time that is not finite"
+    if dur < 0:
+        return "negative duration"
+    return None
+
+
 def read_trace(path) -> Trace:
     """Load the events of a trace that the analysis needs; see the module docstring."""
     trace = Trace(path=str(path))
@@ -198,16 +214,25 @@ def read_trace(path) -> Trace:
         name = raw.get("name", "")
         cat = str(raw.get("cat", "")).lower()
         cat = _CATEGORY_ALIASES.get(cat, cat)
-        if str(name).startswith("ProfilerStep#"):
-            bucket = trace.annotations  # older traces emit steps as cpu ops
+        if str(name).startswith("ProfilerStep#") and not cat.startswith("gpu_"):
+            # Older traces emit steps as cpu ops; the copy of each step that newer ones put on
+            # the GPU's timeline (gpu_user_annotation) is not a step of its own.
+            bucket = trace.annotations
         else:
             bucket = buckets.get(cat)
         if bucket is None:
             continue
         ts, dur = _number(raw.get("ts")), _number(raw.get("dur"), 0.0)
-        if ts is None:
+        problem = _problem(ts, dur)
+        if problem:  # left out, and counted: a reader is told how many and why
+            trace.skipped[problem] = trace.skipped.get(problem, 0) + 1
             continue
-        args = raw.get("args") or {}
+        args = raw.get("args")
+        if not isinstance(args, dict):
+            if args is not None:
+                trace.skipped["args not an object (kept without them)"] = (
+                    trace.skipped.get("args not an object (kept without them)", 0) + 1)
+            args = {}
         name = names.setdefault(name, sys.intern(str(name)))
         bucket.append(Event(name, cat, float(ts), float(dur), raw.get("pid"), raw.get("tid"),
                             _number(args.get("correlation")), _number(args.get("External id")),

@@ -13,7 +13,7 @@ import math
 from dataclasses import MISSING, dataclass, fields
 from typing import Mapping, get_type_hints
 
-from kernels.base import Value
+from kernels.names import Value
 from suites.results.columns import BY_NAME, LEADING, METRICS, Status, column, empty
 
 NAN = float("nan")
