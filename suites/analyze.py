@@ -21,7 +21,8 @@ from kernels.names import DTYPE_NAMES
 from suites import cli
 from suites.findings import FindingContext, run_detectors
 from suites.profiling.call_profile import CallProfile
-from suites.profiling.gpu_timeline import FIELDS, Timeline, trace_timeline
+from suites.profiling.device_time import on_gpu
+from suites.profiling.gpu_timeline import FIELDS, stream_timelines, timeline, trace_timeline
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import TraceFormatError, read_trace
 
@@ -36,18 +37,34 @@ def step_frame(profile: CallProfile) -> pd.DataFrame:
     } for s in profile.steps])
 
 
-def timeline_lines(timeline: Timeline) -> list[str]:
-    """The trace's GPU timeline, in ms and % of its total; empty for a trace with no device work."""
-    if not timeline.counted:
+def timelines(trace, profile: CallProfile) -> list[dict]:
+    """timeline.csv's rows: the whole trace, each step, each stream (GPU traces only)."""
+    whole = trace_timeline(trace)
+    if not whole.counted:
         return []
-    parts = [f"{name.removesuffix('_us').replace('_', ' ')} {getattr(timeline, name) / 1e3:.4g} ms "
-             f"({timeline.percent(name):.1f}%)" for name in FIELDS[:-1]]
-    lines = ["", f"GPU timeline over {timeline.counted} device activities "
-                 f"({timeline.total_us / 1e3:.4g} ms, TraceLens's definitions):",
-             "  " + ", ".join(parts)]
-    if timeline.unlinked:
-        lines.append(f"  {timeline.unlinked} device activities have no launch event in the trace "
-                     "(launched before the profiler started?): not in this timeline")
+    rows = [whole.row("trace")]
+    if on_gpu(profile.analysis.mode):
+        rows += [timeline(step.kernels).row(step.name) for step in profile.steps if step.kernels]
+    rows += [t.row(f"stream {stream}") for stream, t in stream_timelines(trace).items()]
+    return rows
+
+
+def timeline_lines(rows: list[dict]) -> list[str]:
+    """The GPU timeline per scope, in ms; empty for a trace with no device work."""
+    if not rows:
+        return []
+    whole = rows[0]
+    frame = pd.DataFrame(rows).set_index("scope")[list(FIELDS)] / 1e3
+    frame.columns = [c.removesuffix("_us").replace("_", " ") + " ms" for c in FIELDS]
+    if len(frame) > MAX_STEPS_SHOWN:
+        frame = pd.concat([frame.head(MAX_STEPS_SHOWN // 2), frame.tail(MAX_STEPS_SHOWN // 2)])
+    lines = ["", f"GPU timeline over {whole['activities']} device activities (TraceLens's "
+                 f"definitions; busy {100 * whole['busy_us'] / whole['total_us']:.1f}% of "
+                 f"{whole['total_us'] / 1e3:.4g} ms):",
+             frame.to_string(float_format=lambda v: f"{v:.4g}")]
+    if whole["unlinked_activities"]:
+        lines.append(f"{whole['unlinked_activities']} device activities have no launch event in "
+                     "the trace (launched before the profiler started?): not in this timeline")
     return lines
 
 
@@ -60,7 +77,7 @@ def _device_name(meta: dict) -> str:
 
 
 def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float,
-            timeline: Timeline | None = None) -> str:
+            timeline_rows: list[dict] | None = None) -> str:
     analysis, trace = profile.analysis, profile.analysis.trace
     device = _device_name(trace.meta)
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
@@ -71,7 +88,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
     if analysis.unattributed_device:
         lines.append(f"note: {analysis.unattributed_device} device activities were launched "
                      "outside every step and are not counted")
-    lines += timeline_lines(timeline) if timeline is not None else []
+    lines += timeline_lines(timeline_rows or [])
     steps = step_frame(profile)
     fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
     shown = steps.drop(columns=["wall_us"])
@@ -115,12 +132,12 @@ def analyze_trace(args) -> None:
     profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
     ctx = FindingContext(profile=profile, dtype=args.dtype)
     findings = run_detectors(ctx)
-    timeline = trace_timeline(trace)
-    print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started,
-                  timeline))
+    rows = timelines(trace, profile)
+    print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started, rows))
     if args.csv:
         args.csv.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame([timeline.row("trace")]).to_csv(args.csv / "timeline.csv", index=False)
+        pd.DataFrame(rows, columns=["scope", *FIELDS, "activities", "unlinked_activities"]).to_csv(
+            args.csv / "timeline.csv", index=False)
         step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
         pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
         pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)

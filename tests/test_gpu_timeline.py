@@ -75,11 +75,33 @@ def test_analyze_prints_and_writes_the_timeline(tmp_path, capsys):
     trace = REAL / "h100_qwen1.5_0.5b.json.gz"
     assert main([str(trace), "--csv", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "GPU timeline over 1198 device activities" in out
+    assert "GPU timeline over 1198 device activities (TraceLens's definitions; busy 91.4%" in out
     assert "509 device activities have no launch event" in out
-    row = pd.read_csv(tmp_path / "timeline.csv").iloc[0]
-    assert row["scope"] == "trace" and row["unlinked_activities"] == 509
-    assert row["busy_us"] + row["idle_us"] == pytest.approx(row["total_us"])
+    rows = pd.read_csv(tmp_path / "timeline.csv").set_index("scope")
+    assert list(rows.index) == ["trace", "ProfilerStep#6", "stream 7"]
+    assert rows.loc["trace", "unlinked_activities"] == 509
+    assert (rows["busy_us"] + rows["idle_us"]).to_numpy() == pytest.approx(rows["total_us"])
+
+
+def test_a_timeline_per_step_and_per_stream(tmp_path, capsys):
+    """Two steps, two streams: each step's window runs from its first activity to its last,
+    wherever the host was; each stream's over its own activities."""
+    events = []
+    for step, t0 in ((1, 0.0), (2, 100.0)):
+        events.append(event(f"ProfilerStep#{step}", "user_annotation", t0, 50))
+        for i, (stream, start, dur) in enumerate(((7, 10, 20), (8, 40, 10))):
+            corr = step * 10 + i
+            events.append(event("cudaLaunchKernel", "cuda_runtime", t0 + 1 + i, 1,
+                                correlation=corr))
+            events.append(event(f"k{i}", "kernel", t0 + start, dur, tid=stream,
+                                correlation=corr))
+    path = write({"traceEvents": events}, tmp_path / "two.json")
+    assert main([str(path), "--csv", str(tmp_path)]) == 0
+    rows = pd.read_csv(tmp_path / "timeline.csv").set_index("scope")
+    assert list(rows.index) == ["trace", "ProfilerStep#1", "ProfilerStep#2", "stream 7", "stream 8"]
+    assert rows.loc["ProfilerStep#1", ["busy_us", "idle_us", "total_us"]].tolist() == [30, 10, 40]
+    assert rows.loc["trace", ["busy_us", "total_us"]].tolist() == [60, 140]
+    assert rows.loc["stream 7", ["busy_us", "total_us", "activities"]].tolist() == [40, 120, 2]
 
 
 @pytest.mark.parametrize("name", ["mi300_bert_small", "h100_bert_small", "mi300_qwen1.5_0.5b"])

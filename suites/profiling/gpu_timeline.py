@@ -16,6 +16,11 @@ else, memsets and fill kernels included). Each kind's intervals are merged into 
     idle            = total - busy
 
 so computation + exposed comm + exposed memcpy + idle = total.
+
+The same rules per step, over the activities launched inside the step (matched by correlation
+id, as the per-step metrics are): a step's device window runs from the start of the first of
+them to the end of the last, wherever the host was meanwhile. And per stream, over the linked
+activities on that stream (the trace's device `tid`).
 """
 from __future__ import annotations
 
@@ -121,3 +126,13 @@ def trace_timeline(trace: Trace) -> Timeline:
     """The whole trace's timeline over the activities linked to a launch."""
     counted, unlinked = linked(trace)
     return timeline(counted, unlinked)
+
+
+def stream_timelines(trace: Trace) -> dict:
+    """stream -> its timeline, over the linked activities on it, in stream order."""
+    counted, _ = linked(trace)
+    streams: dict = {}
+    for e in counted:
+        streams.setdefault(e.tid, []).append(e)
+    return {stream: timeline(events) for stream, events in
+            sorted(streams.items(), key=lambda item: str(item[0]))}
