@@ -11,6 +11,7 @@ to name your own step ranges); CPU-only traces are analysed by their compute ops
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import pandas as pd
 
 from kernels.names import DTYPE_NAMES
 from suites import cli
+from suites.errors import ConfigError
 from suites.findings import FindingContext, run_detectors
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.device_time import on_gpu
@@ -126,16 +128,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_names(trace, args) -> None:
+    """--steps and --label must match something: a silent fall-back would analyse other ranges
+    than the user asked for. The error names what the trace has."""
+    names = sorted({a.name for a in trace.annotations})
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    if args.steps:
+        try:
+            regex = re.compile(args.steps)
+        except re.error as exc:
+            raise ConfigError(f"--steps {args.steps!r}: not a regular expression ({exc})") from None
+        if not any(regex.search(e.name) for e in trace.annotations + trace.cpu_ops):
+            raise ConfigError(f"--steps {args.steps!r} matches no range of the trace; its "
+                              f"annotations: {shown or 'none'}")
+    if args.label and args.label not in names:
+        raise ConfigError(f"--label {args.label!r} is not a range of the trace; its annotations: "
+                          f"{shown or 'none'}")
+
+
 def analyze_trace(args) -> None:
     started = time.perf_counter()
     trace = read_trace(args.trace)
+    _check_names(trace, args)
     profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
     ctx = FindingContext(profile=profile, dtype=args.dtype)
     findings = run_detectors(ctx)
     rows = timelines(trace, profile)
     print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started, rows))
     if args.csv:
-        args.csv.mkdir(parents=True, exist_ok=True)
+        try:
+            args.csv.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--csv {args.csv}: cannot make the folder ({exc.strerror})") from None
         pd.DataFrame(rows, columns=["scope", *FIELDS, "activities", "unlinked_activities"]).to_csv(
             args.csv / "timeline.csv", index=False)
         step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
@@ -147,7 +171,8 @@ def analyze_trace(args) -> None:
 def main(argv=None) -> int:
     # A trace that cannot be read or analysed is one line and exit code 2; argparse's own
     # errors keep argparse's usage message.
-    return cli.run_main(_parser(), analyze_trace, argv, errors=(TraceFormatError,))
+    return cli.run_main(_parser(), analyze_trace, argv,
+                        errors=(TraceFormatError, ConfigError, OSError))
 
 
 if __name__ == "__main__":

@@ -119,3 +119,18 @@ def test_a_value_nested_too_deeply_is_one_line(tmp_path, capsys):
     assert main([str(path)]) == 2
     err = capsys.readouterr().err
     assert "nested too deeply" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "zz("], "--steps 'zz(': not a regular expression"),
+    (["--steps", "nothing-like-this"], "--steps 'nothing-like-this' matches no range of the "
+                                       "trace; its annotations: ProfilerStep#1"),
+    (["--label", "nope"], "--label 'nope' is not a range of the trace; its annotations: "
+                          "ProfilerStep#1"),
+    (["--csv", "/proc/no/such"], "--csv /proc/no/such: cannot make the folder")])
+def test_options_that_match_nothing_are_one_line(args, message, capsys):
+    from trace_builders import TRITON_TRACE
+
+    assert main([str(TRITON_TRACE), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fusebench: error: {message}") and err.count("\n") == 1

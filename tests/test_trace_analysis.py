@@ -189,3 +189,20 @@ def test_a_trace_with_nothing_to_analyse_is_a_format_error(tmp_path):
     doc = {"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}
     with pytest.raises(TraceFormatError, match="nothing to analyse"):
         analyze(read_trace(write(doc, tmp_path / "m.json")))
+
+
+def test_a_kernel_under_a_runtime_and_a_driver_launch_counts_once(tmp_path):
+    """cudaLaunchKernel calls cuLaunchKernel; both can carry the kernel's correlation id."""
+    events = gpu_step(1, 0.0, kernels=(("k", 10.0),))
+    events.append(event("cuLaunchKernel", "cuda_driver", 3.5, 2, correlation=100))
+    [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
+    assert step.n_kernels == 1 and step.device_us == pytest.approx(10.0)
+    assert len(step.launch_delays_us) == 1
+
+
+def test_a_step_annotation_longer_than_the_trace_is_clipped(tmp_path):
+    events = gpu_step(1, 0.0, kernels=(("k", 10.0),), host_dur=40.0)
+    events[0]["dur"] = 13_000_000.0  # the profiler wrote the step's end 13 s late
+    [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
+    last = max(e["ts"] + e["dur"] for e in events[1:])
+    assert step.host_us == pytest.approx(last)

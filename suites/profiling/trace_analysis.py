@@ -105,6 +105,16 @@ def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
     return [Event("whole trace", "", start, end - start, None, None, None, None, None)]
 
 
+def _clipped(event: Event, end: float | None) -> Event:
+    """A range that runs past every other event of the trace (a ProfilerStep annotation whose
+    end the profiler wrote late: 13 s in a 355 ms trace) ends where the trace's last other
+    event does: nothing after it was recorded."""
+    if end is None or event.end <= end or end <= event.ts:
+        return event
+    return Event(event.name, event.cat, event.ts, end - event.ts, event.pid, event.tid,
+                 event.corr, event.ext, event.nbytes)
+
+
 def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
     if label:
         for annotation in _window(trace.annotations, starts, step.ts, step.end):
@@ -125,8 +135,12 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
               for name in ("cpu_ops", "annotations", "runtime")}
     attributed = 0
     steps = []
+    # Where the trace's events end, the step annotations themselves aside.
+    others = trace.cpu_ops + trace.runtime + trace.device + [
+        a for a in trace.annotations if not a.name.startswith(STEP_PREFIX)]
+    trace_end = max((e.end for e in others), default=None)
     for step in find_steps(trace, step_pattern):
-        call = _call_range(trace, starts["annotations"], step, label)
+        call = _clipped(_call_range(trace, starts["annotations"], step, label), trace_end)
         # The call's own launches: a suite step also holds an L2 flush and syncs around it.
         ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
         runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
@@ -154,9 +168,12 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
     """The activities the runtime calls launched, and one launch delay per launch call: kernel
     start - (launch start + duration), clipped at 0 (HTA's definition). A graph launch starts
     many kernels under one id; only its first kernel's wait is a launch delay."""
-    kernels, delays = [], []
+    kernels, delays, seen = [], [], set()
     for launch in runtime:
-        launched = device_by_corr.get(launch.corr, ()) if launch.corr is not None else ()
+        if launch.corr is None or launch.corr in seen:
+            continue  # a runtime call and the driver call under it can share one id: once
+        seen.add(launch.corr)
+        launched = device_by_corr.get(launch.corr, ())
         kernels.extend(launched)
         if launched and is_launch_api(launch.name):
             delays.append(max(0.0, min(k.ts for k in launched) - launch.end))
