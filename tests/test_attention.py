@@ -71,7 +71,7 @@ def test_inplace_differs_only_in_masked_fill(tmp_path):
 
 def test_sdpa_row_records_the_backend_that_ran(tmp_path):
     row = _measure("sdpa", tmp_path).row
-    assert row.ok and row.profile.backend  # on this CPU: flash
+    assert row.status in ("ok", "noisy") and row.profile.backend  # on this CPU: flash
     assert _measure("sdpa_math", tmp_path).row.profile.backend == "math"
 
 

@@ -134,10 +134,12 @@ def test_ok_row_has_timing_and_profile_columns(tmp_path):
     variant = registry.get_variant("matmul_add", "eager")
     out = _measure(variant, tmp_path, profile=True)
     row = out.row
-    assert row.ok and row.reason == ""
-    assert len(out.samples_us) >= QUICK.min_samples
-    assert row.timing.median_us == pytest.approx(statistics.median(out.samples_us))
-    assert row.timing.min_us == min(out.samples_us)
+    # The figures come from the clean rounds (every round, for a row a busy machine made noisy).
+    assert (row.ok and row.reason == "") or row.status == Status.NOISY
+    used = [t for s in out.slots if s.clean or not row.ok for t in s.samples_us]
+    assert len(used) >= QUICK.min_samples
+    assert row.timing.median_us == pytest.approx(statistics.median(used))
+    assert row.timing.min_us == min(used)
     assert row.check.scaled_err < 1e-6  # fp32 matmul of 8x8 against float64
     assert row.profile.n_kernels == 2  # aten::mm and aten::add
     assert row.profile.host_us > row.profile.device_us > 0
@@ -145,7 +147,7 @@ def test_ok_row_has_timing_and_profile_columns(tmp_path):
     assert "aten::mm" in (tmp_path / row.profile.table).read_text()
     record = row.record()  # what measurements.csv gets: every part flattened by column name
     assert record["median_us"] == row.timing.median_us and record["n_kernels"] == 2
-    assert record["M"] == 8 and record["status"] == "ok"
+    assert record["M"] == 8 and record["status"] == row.status
 
 
 def test_busy_machine_warning(monkeypatch):

@@ -59,7 +59,7 @@ def test_unfused_layer_norm_runs_op_by_op_and_functional_in_one(tmp_path):
     kernels = {}
     for name in ("eager", "functional"):
         out = measure(OP, registry.get_variant("norm", name), case, spec, None)
-        assert out.row.ok, out.row.reason
+        assert out.row.status in ("ok", "noisy"), out.row.reason  # noisy: ran, timing spoiled
         kernels[name] = {k["kernel"] for k in out.profile.kernel_rows()}
     assert {"aten::mean", "aten::sub", "aten::rsqrt"} <= kernels["eager"]
     assert "aten::native_layer_norm" in kernels["functional"] and len(kernels["functional"]) == 1

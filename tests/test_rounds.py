@@ -260,6 +260,13 @@ def test_an_ok_row_uses_only_its_clean_rounds_and_pairs_its_speedup(tmp_path):
     assert eager.speedup == 1.0 and not outcome.needs_remeasure()
 
 
+def _only_contention_judges(monkeypatch):
+    """The re-measure tests use synthetic loads and real calls: the real calls' own spread
+    (a round off or stalled on a busy machine) must not decide what they test."""
+    monkeypatch.setattr(rc, "off", lambda *args: "")
+    monkeypatch.setattr(rc, "stall", lambda *args: "")
+
+
 def test_a_contended_case_is_re_measured_later_and_its_rounds_continue(tmp_path, monkeypatch):
     """The first rounds are all contended (synthetic loads): the runner times the case again
     after the others; the new rounds, clean, make the rows ok."""
@@ -278,6 +285,7 @@ def test_a_contended_case_is_re_measured_later_and_its_rounds_continue(tmp_path,
 
     monkeypatch.setattr(LoadMeter, "stop", stop)
     monkeypatch.setattr(runner, "remeasure", remeasure)
+    _only_contention_judges(monkeypatch)
     timing = replace(QUICK, rounds=3)
     result = runner.run(run_spec(tmp_path, CASE, ["addmm"], timing=timing))
     frame = result.frame.set_index("variant")
@@ -303,3 +311,21 @@ def test_a_case_contended_for_the_whole_sweep_ends_noisy_and_is_never_a_result(t
     html = write_report(tmp_path).read_text()
     assert "Read with care" in html and "2 row(s) are noisy" in html
     assert "No variant has a speedup against eager" in html
+
+
+def test_a_variant_measured_alone_is_timed_again_when_its_rounds_were_contended(tmp_path,
+                                                                               monkeypatch):
+    from specs import run_spec
+
+    loads = iter([RoundLoad(0.1, others_cores=0.0, wait_frac=0.9)] * 3)
+
+    def stop(self):  # the first 3 shares wait for a CPU, the rest do not
+        return next(loads, QUIET)
+
+    monkeypatch.setattr(LoadMeter, "stop", stop)
+    _only_contention_judges(monkeypatch)
+    eager = registry.get_variant("matmul_add", "eager")
+    spec = run_spec(tmp_path, CASE, timing=replace(QUICK, rounds=3))
+    out = case_run.measure(registry.get_op("matmul_add"), eager, CASE, spec)
+    assert out.row.ok and [s.round for s in out.slots] == [0, 1, 2, 3, 4, 5]
+    assert [s.state for s in out.slots] == [rc.CONTENDED] * 3 + [rc.CLEAN] * 3
