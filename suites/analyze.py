@@ -34,7 +34,7 @@ MAX_STEPS_SHOWN = 20
 def step_frame(profile: CallProfile) -> pd.DataFrame:
     return pd.DataFrame([{
         "step": s.name, "host_us": s.host_us, "device_us": s.device_us, "busy_frac": s.busy_frac,
-        "kernels": s.n_kernels, "launch_api_us": s.launch_api_us,
+        "kernels": s.n_kernels, "launch_api_us": s.launch_api_us, "blocking_us": s.blocking_us,
         "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops, "wall_us": s.wall_us,
     } for s in profile.steps])
 

@@ -206,3 +206,19 @@ def test_a_step_annotation_longer_than_the_trace_is_clipped(tmp_path):
     [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
     last = max(e["ts"] + e["dur"] for e in events[1:])
     assert step.host_us == pytest.approx(last)
+
+
+def test_a_copy_that_waited_and_a_sync_are_blocking_not_launch(tmp_path):
+    """A 704-byte DtoH copy whose call returned 146 ms later waited for the stream's earlier
+    work; an async copy whose copy ran after the call returned is a launch."""
+    events = gpu_step(1, 0.0, kernels=(("k", 10.0),), host_dur=200_000.0)
+    events += [event("cudaMemcpyAsync", "cuda_runtime", 30, 146_000, correlation=300),
+               event("Memcpy DtoH (Device -> Pageable)", "gpu_memcpy", 145_900, 2, tid=7,
+                     correlation=300),
+               event("cudaMemcpyAsync", "cuda_runtime", 146_100, 4, correlation=301),
+               event("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 146_200, 3, tid=7,
+                     correlation=301),
+               event("cudaDeviceSynchronize", "cuda_runtime", 146_300, 50)]
+    [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
+    assert step.blocking_us == pytest.approx(146_000 + 50)
+    assert step.launch_api_us == pytest.approx(5 + 4)  # the kernel's launch and the async copy

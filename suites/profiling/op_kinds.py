@@ -54,6 +54,16 @@ def is_launch_api(name: str) -> bool:
     return name in LAUNCH_APIS or _API_SUFFIX.sub("", name) in LAUNCH_APIS
 
 
+def is_sync_api(name: str) -> bool:
+    """cudaDeviceSynchronize, cudaStreamSynchronize, hipEventSynchronize...: the host waits."""
+    return name.startswith(("cuda", "cu", "hip")) and "Synchronize" in name
+
+
+def is_copy_api(name: str) -> bool:
+    """A runtime call that copies or fills memory (async or not): cudaMemcpyAsync, hipMemcpy..."""
+    return name.startswith(("cuda", "cu", "hip")) and ("Memcpy" in name or "Memset" in name)
+
+
 def is_inductor_cpu_kernel(name: str) -> bool:
     return "cpp_fused" in name or name.startswith("cpp_kernel")
 

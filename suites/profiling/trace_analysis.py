@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from suites.profiling.device_time import kernel_us, on_gpu, trace_mode
-from suites.profiling.op_kinds import is_cpu_kernel, is_launch_api
+from suites.profiling.op_kinds import is_copy_api, is_cpu_kernel, is_launch_api, is_sync_api
 from suites.profiling.trace_events import Event, Trace, TraceFormatError
 
 STEP_PREFIX = "ProfilerStep#"
@@ -27,7 +27,7 @@ class StepMetrics:
     host_us: float  # span of the call's record_function range (or of the step)
     device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
     n_kernels: int
-    launch_api_us: float
+    launch_api_us: float  # launch calls, copies that returned before their copy ran included
     launch_delays_us: list[float]
     n_cpu_ops: int
     wall_us: float  # from the call's start until its host code and device work are both done
@@ -35,6 +35,7 @@ class StepMetrics:
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
     first_op_gap_us: float = float("nan")  # call range start -> its first op
+    blocking_us: float = 0.0  # synchronize calls, and copy calls that waited for their copy
 
     @property
     def ops(self) -> Counter:
@@ -181,6 +182,30 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
     return kernels, delays
 
 
+def _launch_and_blocking(runtime: list[Event], device_by_corr) -> tuple[float, float]:
+    """(launch us, blocking us) of a step's runtime calls. A synchronize call blocks; so does a
+    copy call that returned only after its own copy had finished (a DtoH copy waits for the
+    stream's earlier kernels: 146 ms of `cudaMemcpyAsync` for 704 bytes is waiting, not launch
+    overhead). Each correlation id counts once (a runtime call and its driver call share one)."""
+    launch = blocking = 0.0
+    seen = set()
+    for call in runtime:
+        if call.corr is not None:
+            if call.corr in seen:
+                continue
+            seen.add(call.corr)
+        if is_sync_api(call.name):
+            blocking += call.dur
+            continue
+        copies = device_by_corr.get(call.corr, ()) if call.corr is not None else ()
+        waited = is_copy_api(call.name) and copies and max(a.end for a in copies) <= call.end
+        if waited:
+            blocking += call.dur
+        elif is_launch_api(call.name):
+            launch += call.dur
+    return launch, blocking
+
+
 def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics:
     delays: list[float] = []
     if on_gpu(mode):
@@ -193,9 +218,10 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, mode) -> StepMetrics
         kernels = [op for op in ops if is_cpu_kernel(op)]
         device_us = sum(kernel_us(k, gpu=False) for k in kernels)
         first_start, last_end = call.ts, call.end
+    launch_us, blocking_us = _launch_and_blocking(runtime, device_by_corr)
     return StepMetrics(
         name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
-        launch_api_us=sum(r.dur for r in runtime if is_launch_api(r.name)),
+        launch_api_us=launch_us, blocking_us=blocking_us,
         launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=last_end - first_start,
         kernels=kernels, op_events=ops, runtime=runtime,
         first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),

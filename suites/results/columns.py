@@ -124,7 +124,8 @@ METRICS = (
        "device activities per call (kernels + memcpy + memset), not launch calls; on a CPU, "
        "compute ops per call", "kernels", "profile"),
     Column("launch_api_us", "us", NUMBER,
-       "sum of launch-call durations per call ({launch_apis})", "launch us", "profile"),
+       "sum of launch-call durations per call ({launch_apis}); a copy call that returned only "
+       "after its copy had finished waited, and is not counted", "launch us", "profile"),
     Column("launch_delay_us", "us", NUMBER,
        "median over the call's launches of kernel start - (launch start + duration), clipped "
        "at 0 (HTA's definition)", part="profile"),
