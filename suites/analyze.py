@@ -4,9 +4,10 @@
                                            [--steps REGEX] [--top 10]
 
 Prints the GPU timeline (TraceLens's definitions: computation, exposed communication, exposed
-memcpy, busy, idle, total), per-step host time, device time, busy fraction, kernels, launch
-overhead, the top kernels and the findings. Traces without ProfilerStep annotations are one step (or use --steps
-to name your own step ranges); CPU-only traces are analysed by their compute ops.
+memcpy, busy, idle, total) for the trace, each step and each stream; per-step host time, device
+time, busy fraction, kernels, launch and blocking time, the top kernels and the findings. Traces
+without ProfilerStep annotations are one step (or use --steps to name your own step ranges);
+CPU-only traces are analysed by their compute ops.
 """
 from __future__ import annotations
 
@@ -159,7 +160,8 @@ def analyze_trace(args) -> None:
         try:
             args.csv.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"--csv {args.csv}: cannot make the folder ({exc.strerror})") from None
+            raise ConfigError(f"--csv {args.csv}: cannot make the folder "
+                              f"({exc.strerror})") from None
         pd.DataFrame(rows, columns=["scope", *FIELDS, "activities", "unlinked_activities"]).to_csv(
             args.csv / "timeline.csv", index=False)
         step_frame(profile).to_csv(args.csv / "steps.csv", index=False)

@@ -58,7 +58,8 @@ def best_peaks(probes: list[dict]) -> dict:
         for dtype, value in probe["matmul_tflops"].items():
             best["matmul_tflops"][dtype] = max(value, best["matmul_tflops"].get(dtype, 0.0))
         best["copy_gbps"] = max(best["copy_gbps"], probe["copy_gbps"])
-    best["method"] = f"{probes[0]['method']}; best of {len(probes)} probes (start and end of the run)"
+    best["method"] = (f"{probes[0]['method']}; best of {len(probes)} probes "
+                      "(start and end of the run)")
     return best
 
 

@@ -157,7 +157,8 @@ def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSp
 def finish(outcome: CaseOutcome, spec: RunSpec, peaks: dict | None) -> None:
     """Judge every round, then each timed row's statistics, status and paired speedup."""
     outcome.slots = judge(outcome.slots, limits(outcome.case, outcome.rows, spec, peaks))
-    cache = ("cold" if spec.timing.l2_flush else "hot") if outcome.case.device_type == "cuda" else "n/a"
+    on_cuda = outcome.case.device_type == "cuda"
+    cache = ("cold" if spec.timing.l2_flush else "hot") if on_cuda else "n/a"
     for row in outcome.rows:
         mine = [s for s in outcome.slots if s.variant == row.variant]
         if row.status in (Status.OK, Status.NOISY) and mine:

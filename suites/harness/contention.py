@@ -1,10 +1,10 @@
 """What else ran while a round was timed.
 
-CPU, two readings, over the CPUs this process may run on: how long this process's threads sat runnable but not running (the kernel's
+CPU, two readings: how long this process's threads sat runnable but not running (the kernel's
 per-thread run-queue delay, /proc/self/task/*/schedstat, in nanoseconds: exact even over a few
 milliseconds, and exactly the cost another process imposes on the timing), and the cores other
-processes kept busy (/proc/stat's busy time of all CPUs minus this process's own CPU time; the
-load average cannot tell this process from the others and lags by a minute). GPU: other
+processes kept busy (/proc/stat's busy time of the CPUs this process may run on, minus its own
+CPU time; the load average cannot tell this process from the others and lags by a minute). GPU: other
 processes using the device and its SM clock against the maximum (suites/harness/gpu_state.py).
 """
 from __future__ import annotations

@@ -72,7 +72,8 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
             keys = dict(zip(KEY, (spec.suite.name, outcome.case.id, row.variant)))
             profile = outcome.profiles.get(row.variant)
             if profile is not None:
-                kernels += [{**keys, "dtype": outcome.case.dtype, **k} for k in profile.kernel_rows()]
+                kernels += [{**keys, "dtype": outcome.case.dtype, **k}
+                            for k in profile.kernel_rows()]
             findings += [{**keys, **f} for f in find_all(
                 row, profile, base, outcome.profiles.get(spec.suite.baseline))]
     return samples, rounds, kernels, findings

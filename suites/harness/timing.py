@@ -34,7 +34,8 @@ class TimingSpec:
     def per_round(self) -> "Budget":
         """One variant's share of one round: the budget split evenly, and enough samples for
         the round to have a median of its own."""
-        return Budget(self.budget_s / self.rounds, max(1, math.ceil(self.min_samples / self.rounds)),
+        return Budget(self.budget_s / self.rounds,
+                      max(1, math.ceil(self.min_samples / self.rounds)),
                       max(1, math.ceil(self.max_samples / self.rounds)))
 
     def whole(self) -> "Budget":
