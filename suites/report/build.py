@@ -41,7 +41,7 @@ def _meta(env: dict) -> str:
         peak_text = (f" Measured peaks (best of {probes} probe{'s' * (probes != 1)}): {flops}; "
                      f"copy {peaks['copy_gbps']:.3g} GB/s.")
     return html.escape(
-        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} threads "
+        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} thread{'s' * (env.get('threads') != 1)} "
         f"({env.get('threads_rule', 'as set')}); "
         f"torch {env.get('torch')}, triton {env.get('triton')}, commit {env.get('fusebench_commit')}; "
         f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
