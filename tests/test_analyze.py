@@ -10,7 +10,7 @@ import pytest
 from kernels import registry
 from kernels.base import Case
 from suites.analyze import main
-from suites.benchmarks.big_trace import write_big_trace
+from suites.benchmarks.trace_speed import write_trace
 from suites.harness.case_run import measure
 from suites.profiling.capture import ProfileSpec
 from specs import run_spec
@@ -26,11 +26,28 @@ def run(capsys, *argv):
 def test_triton_fixture_summary(capsys, tmp_path):
     code, out, _ = run(capsys, TRITON_TRACE, "--csv", tmp_path)
     assert code == 0
-    assert "mode: cuda on NVIDIA A100-PG509-200; 1 step(s)" in out
+    assert "mode: gpu (CUDA or ROCm activities) on NVIDIA A100-PG509-200; 1 step(s)" in out
     assert "triton_poi_fused_add_cos_sin_0" in out and "queue_empty" in out
     steps = pd.read_csv(tmp_path / "steps.csv")
     assert steps["kernels"].tolist() == [1] and steps["launch_api_us"].iloc[0] == pytest.approx(47.768)
-    assert set(pd.read_csv(tmp_path / "findings.csv")["code"]) >= {"inductor_kernels", "queue_empty"}
+    assert steps["verdict"].tolist() == ["host: launch"]
+    # One 1.76 us kernel in a 1531 us step: the device waited for the host the rest of it.
+    assert steps["host_wait_us"].iloc[0] + 1.76 == pytest.approx(steps["window_us"].iloc[0], abs=5)
+    assert set(pd.read_csv(tmp_path / "findings.csv")["code"]) >= {"inductor_kernels", "queue_empty",
+                                                                   "overhead_bound"}
+
+
+def test_real_traces_verdicts(capsys):
+    """What an engineer reading each trace would say first."""
+    expected = {"a100_alexnet_fp32": "init_bound", "sglang_qwen3_8b_decode": "sync_bound",
+                "h100_qwen1.5_0.5b": "compute_bound", "mi300_qwen1.5_0.5b": "compute_bound",
+                "h100_bert_small": "overhead_bound", "mi300_bert_small": "overhead_bound",
+                "vllm_decode_cuda_graphs": "compute_bound"}
+    for name, code in expected.items():
+        path = next(Path(__file__).parent.glob(f"fixtures/*/{name}.json.gz"))
+        exit_code, out, _ = run(capsys, path)
+        first = out.split("findings:\n", 1)[1].splitlines()[0]
+        assert exit_code == 0 and f"] {code}: " in first, (name, first)
 
 
 def test_alexnet_without_profiler_steps_and_with_user_steps(capsys, tmp_path):
@@ -39,8 +56,9 @@ def test_alexnet_without_profiler_steps_and_with_user_steps(capsys, tmp_path):
     assert pd.read_csv(tmp_path / "steps.csv")["kernels"].tolist() == [98]
     kernels = pd.read_csv(tmp_path / "kernels.csv")
     assert kernels.loc[kernels["kind"] == "kernel", "total_us_per_call"].sum() == pytest.approx(10728)
+    # Two ranges of that name, one nested in the other: one step, its kernels counted once.
     code, out, _ = run(capsys, ALEXNET_TRACE, "--steps", r"measure\|forward")
-    assert code == 0 and "2 step(s)" in out
+    assert code == 0 and "1 step(s)" in out
 
 
 def test_cpu_trace_written_by_the_suite(capsys, tmp_path):
@@ -50,7 +68,7 @@ def test_cpu_trace_written_by_the_suite(capsys, tmp_path):
                   case, spec, None).row
     code, out, _ = run(capsys, tmp_path / row.profile.trace, "--label", "eager", "--csv",
                        tmp_path / "csv")
-    assert code == 0 and "mode: cpu; 3 step(s)" in out
+    assert code == 0 and "mode: cpu (no device in the trace); 3 step(s)" in out
     assert "aten::mm" in out
     steps = pd.read_csv(tmp_path / "csv" / "steps.csv")
     assert steps["kernels"].tolist() == [2, 2, 2]  # aten::mm and aten::add per call
@@ -58,7 +76,7 @@ def test_cpu_trace_written_by_the_suite(capsys, tmp_path):
 
 def test_generated_trace_bigger_than_the_read_window(capsys, tmp_path):
     path = tmp_path / "big.json.gz"
-    copies = write_big_trace(path, megabytes=3)
+    copies = write_trace(path, 3, ALEXNET_TRACE, compress=True)
     code, out, _ = run(capsys, path, "--csv", tmp_path)
     assert code == 0
     steps = pd.read_csv(tmp_path / "steps.csv")
@@ -106,7 +124,7 @@ def test_malformed_events_are_skipped_and_counted(tmp_path, capsys):
                  tmp_path / "odd.json")
     assert main([str(path)]) == 0
     out = capsys.readouterr().out
-    assert "mode: cuda on GPU X" in out
+    assert "activities) on GPU X" in out
     for why in ("1 events skipped: negative duration", "1 events skipped: a time that is not "
                 "finite", "1 events skipped: args not an object (kept without them)"):
         assert why in out

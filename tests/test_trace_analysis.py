@@ -168,13 +168,17 @@ def test_per_thread_stream_launch_names_count_as_launches(tmp_path):
     assert step.launch_api_us == 5.0 and len(step.launch_delays_us) == 1
 
 
-def test_activities_without_correlation_are_never_matched(tmp_path):
-    events = gpu_step(1, 0.0)
+def test_activities_without_a_launch_belong_to_the_step_they_ran_in(tmp_path):
+    events = gpu_step(1, 0.0) + gpu_step(2, 100.0, corr_base=200)
     events.append(event("cudaStreamSynchronize", "cuda_runtime", 20, 3))  # no correlation id
     events.append(event("orphan", "kernel", 30, 4, tid=7))  # no correlation id either
+    events.append(event("launched_earlier", "kernel", 130, 4, tid=7, correlation=999))
+    events.append(event("after_every_step", "kernel", 500, 4, tid=7, correlation=998))
     analysis = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json")))
-    assert [k.name for k in analysis.steps[0].kernels] == ["k"]
-    assert analysis.unattributed_device == 1
+    assert [k.name for k in analysis.steps[0].kernels] == ["k", "orphan"]
+    assert [k.name for k in analysis.steps[1].kernels] == ["k", "launched_earlier"]
+    assert [s.unlinked for s in analysis.steps] == [1, 1]
+    assert analysis.unlinked_device == 3 and analysis.unattributed_device == 1
 
 
 def test_a_graph_launch_has_one_launch_delay(tmp_path):

@@ -1,35 +1,164 @@
-"""Overhead-bound vs compute-bound vs memory-bound: where a call's time goes."""
+"""Where a step's time goes: the primary verdict (verdict.py) stated with its numbers, the steps
+that differ from it, and what else stands out (one kernel taking most of the device time,
+communication, one-time set-up that is not the primary verdict)."""
 from __future__ import annotations
 
-import math
+from collections import defaultdict
 
 from suites.findings.codes import Code, Severity
 from suites.findings.core import Finding, FindingContext
-from suites.profiling.device_time import overhead_bound
+from suites.findings.verdict import Primary, Verdict, duration, primary
+from suites.profiling.device_time import HOST_ONLY, kernel_us, unread_device_categories
+from suites.profiling.gpu_timeline import kind
+from suites.profiling.op_kinds import is_copy_api, is_sync_api
+
+DOMINANT_SHARE = 0.5  # one kernel's share of the device time
+COMM_SHARE = 0.2  # communication's share of the busy time
+SHOWN_OTHERS = 4
+# Verdicts that say the hardware is doing the work (info), not that time is lost (notice).
+WORK_CODES = (Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND, Code.COPY_BOUND)
+
+
+def profile_primary(ctx: FindingContext) -> Primary | None:
+    """The profile's primary verdict, computed once per profile (several detectors ask)."""
+    profile = ctx.profile
+    if profile is None:
+        return None
+    return profile._memo("primary", lambda: primary(profile.steps, profile.analysis.mode))
+
+
+def _statement(v: Verdict, step, ctx: FindingContext) -> tuple[Code, str]:
+    what = "call" if ctx.row is not None else "step"
+    p = v.parts
+    if v.code == Code.COMPUTE_BOUND:
+        work = "device work" if ctx.on_gpu else "compute work (CPU ops that compute)"
+        busy = p["busy"] if ctx.on_gpu else v.us
+        if ctx.value("roofline_bound") == "memory":
+            return Code.MEMORY_BOUND, (
+                f"memory-bound: {work} fills {busy / v.window_us:.0%} of the {what} "
+                f"({busy:.1f} us) and the op does {ctx.value('intensity'):.1f} FLOP per byte, "
+                "under the machine's ridge point")
+        return v.code, (f"compute-bound: {work} fills {busy / v.window_us:.0%} of the {what} "
+                        f"({v.us:.1f} us of computation in a {v.window_us:.1f} us window)")
+    if v.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
+        return v.code, (f"overhead-bound: compute work (CPU ops that compute) is "
+                        f"{p['CPU compute']:.1f} us of a {v.window_us:.1f} us {what} "
+                        f"({p['CPU compute'] / v.window_us:.0%}); the rest is Python and dispatch")
+    if v.code == Code.OVERHEAD_BOUND:
+        return v.code, (f"overhead-bound: the GPU waited for the host {p['host wait']:.1f} us of "
+                        f"the {what}'s {v.window_us:.1f} us ({p['host wait'] / v.window_us:.0%}; "
+                        f"busy {p['busy']:.1f} us); the host's time is Python, dispatch and "
+                        f"launch calls, nothing else stands out")
+    words = {
+        Code.COMM_BOUND: "communication-bound: collectives take",
+        Code.COPY_BOUND: "copy-bound: memory copies nothing overlaps take",
+        Code.DEVICE_WAIT: "device waiting: the GPU sat idle with work queued (an event, another "
+                          "stream or device) for",
+        Code.SYNC_BOUND: "sync-bound: the host blocked in synchronize calls and copies for",
+        Code.DATA_BOUND: "data-loading-bound: DataLoader ranges take",
+        Code.INIT_BOUND: "initialisation-bound: one-time set-up calls (context creation, device "
+                         "queries, module loading) take",
+    }[v.code]
+    said = f"{words} {duration(v.us)} of the {duration(v.window_us)} {what} ({v.share:.0%})"
+    if v.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
+        said += _longest(step, v.code)
+    return v.code, said
+
+
+def _longest(step, code: Code) -> str:
+    """`; the longest: hipMemcpyWithStream, 463 ms` for a step bound on its host calls."""
+    if code == Code.INIT_BOUND:
+        calls = step.host.init_calls
+    else:
+        calls = [c for c in step.runtime if is_sync_api(c.name) or is_copy_api(c.name)]
+    if not calls:
+        return ""
+    top = max(calls, key=lambda c: c.dur)
+    inside = f" inside {top.op}" if top.op else ""
+    return f"; the longest: {top.name}{inside}, {duration(top.dur)}"
+
+
+def _evidence(v: Verdict, step_name: str) -> dict:
+    return {"step": step_name, "verdict": f"{v.side}-bound: {v.kind}", "window_us": v.window_us,
+            **{f"{k.replace(' ', '_')}_us": us for k, us in v.parts.items()}}
 
 
 def bound(ctx: FindingContext):
-    host, device = ctx.metric("host_us"), ctx.metric("device_us")
-    busy = 1.0 - ctx.metric("idle_frac")
-    if math.isnan(host) or math.isnan(device) or math.isnan(busy):
+    found = profile_primary(ctx)
+    if found is None:
+        yield from _host_only(ctx)
         return
-    work = "device work" if ctx.on_gpu else "compute work (CPU ops that compute)"
-    evidence = {"host_us": host, "device_us": device, "busy_frac": busy}
-    if overhead_bound(busy):
-        yield Finding(Code.OVERHEAD_BOUND, Severity.NOTICE,
-                      f"overhead-bound: {work} is {device:.1f} us of a {host:.1f} us "
-                      f"{'step' if ctx.row is None else 'call'} "
-                      f"({busy:.0%} busy); the rest is Python, dispatch and launch overhead",
-                      evidence)
+    code, statement = _statement(found.verdict, found.step, ctx)
+    if found.of > 1:
+        statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
+    severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE
+    yield Finding(code, severity, statement, _evidence(found.verdict, found.step.name))
+    if found.others:
+        kinds = defaultdict(list)
+        for name, v in found.others:
+            kinds[f"{v.side}-bound ({v.kind})"].append((name, v))
+        parts = [f"{label} in {len(steps)} ({', '.join(n for n, _ in steps[:SHOWN_OTHERS])}"
+                 f"{', ...' if len(steps) > SHOWN_OTHERS else ''}; e.g. {duration(steps[0][1].us)} "
+                 f"of {duration(steps[0][1].window_us)})" for label, steps in kinds.items()]
+        yield Finding(Code.STEPS_DIFFER, Severity.NOTICE,
+                      "other steps differ: " + "; ".join(parts),
+                      {"steps_differing": len(found.others)})
+
+
+def _host_only(ctx: FindingContext):
+    if ctx.profile is None or ctx.profile.analysis.mode != HOST_ONLY:
         return
-    intensity = ctx.value("intensity")
-    evidence["intensity_flop_per_byte"] = intensity
-    if ctx.value("roofline_bound") == "memory":
-        yield Finding(Code.MEMORY_BOUND, Severity.INFO,
-                      f"memory-bound: {work} fills {busy:.0%} of the step ({device:.1f} us) and "
-                      f"the op does {intensity:.1f} FLOP per byte, under the machine's ridge point",
-                      evidence)
-    else:
-        yield Finding(Code.COMPUTE_BOUND, Severity.INFO,
-                      f"compute-bound: {work} fills {busy:.0%} of the step ({device:.1f} us of "
-                      f"work; host span {host:.1f} us)", evidence)
+    unread = unread_device_categories(ctx.profile.analysis.trace)
+    what = (", ".join(f"{n} {cat}" for cat, n in unread.items()) if unread
+            else "none: runtime calls but no kernels, copies or memsets")
+    yield Finding(Code.NO_VERDICT, Severity.WARNING,
+                  f"no verdict: the trace shows a device but none of its activities this tool "
+                  f"reads (device events: {what}); only the host side is analysed",
+                  {"unread_events": sum(unread.values())})
+
+
+def dominant_kernel(ctx: FindingContext):
+    """A trace's own kernels (not a suite row's: there one kernel is often the whole op)."""
+    if ctx.profile is None or ctx.row is not None or not ctx.on_gpu:
+        return
+    rows = ctx.profile.kernel_rows()
+    total = sum(r["total_us_per_call"] for r in rows)
+    kernels = [r for r in rows if r["kind"] == "kernel"]  # copies: the copies finding
+    if kernels and total > 0 and kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total:
+        top = kernels[0]
+        yield Finding(Code.DOMINANT_KERNEL, Severity.INFO,
+                      f"one kernel takes {top['total_us_per_call'] / total:.0%} of the device "
+                      f"time: {top['kernel'][:80]} ({top['calls_per_call']:g} per step, "
+                      f"{top['mean_us']:.1f} us each): the place to optimise first",
+                      {"kernel_us": top["total_us_per_call"], "device_us": total})
+
+
+def comm_share(ctx: FindingContext):
+    found = profile_primary(ctx)
+    if found is None or not ctx.on_gpu or found.verdict.code == Code.COMM_BOUND:
+        return
+    comm = busy = 0.0
+    for step in ctx.profile.steps:
+        if step.window is not None:
+            busy += step.window.busy_us
+            comm += sum(kernel_us(k, True) for k in step.kernels if kind(k) == "communication")
+    if busy > 0 and comm > COMM_SHARE * busy:
+        yield Finding(Code.COMM_SHARE, Severity.NOTICE,
+                      f"communication kernels run {duration(comm)} against {duration(busy)} of busy "
+                      f"device time ({comm / busy:.0%}, overlapped or not): collectives are a "
+                      "large part of the work", {"comm_us": comm, "busy_us": busy})
+
+
+def one_time_setup(ctx: FindingContext):
+    """Set-up calls that are not the primary verdict still cost their time once."""
+    found = profile_primary(ctx)
+    if ctx.profile is None or (found is not None and found.verdict.code == Code.INIT_BOUND):
+        return
+    calls = [c for s in ctx.profile.steps for c in s.host.init_calls]
+    if calls:
+        top = max(calls, key=lambda c: c.dur)
+        total = sum(c.dur for c in calls)
+        yield Finding(Code.ONE_TIME_SETUP, Severity.NOTICE,
+                      f"one-time set-up: {len(calls)} runtime calls take {duration(total)} "
+                      f"(longest {top.name}, {duration(top.dur)}): initialisation, not the steady "
+                      "state; leave it out of per-step figures", {"setup_us": total})

@@ -4,16 +4,29 @@ from enum import StrEnum
 
 
 class Code(StrEnum):
-    # where a call's time goes (bounds.py)
+    # where a step's time goes: one primary verdict each (verdict.py, bounds.py)
     OVERHEAD_BOUND = "overhead_bound"
     COMPUTE_BOUND = "compute_bound"
     MEMORY_BOUND = "memory_bound"
+    COMM_BOUND = "comm_bound"
+    COPY_BOUND = "copy_bound"
+    DEVICE_WAIT = "device_wait"
+    SYNC_BOUND = "sync_bound"
+    DATA_BOUND = "data_bound"
+    INIT_BOUND = "init_bound"
+    NO_VERDICT = "no_verdict"  # a host-only trace: the device's activities are missing
+    # what else a step shows (bounds.py)
+    STEPS_DIFFER = "steps_differ"
+    DOMINANT_KERNEL = "dominant_kernel"
+    COMM_SHARE = "comm_share"
+    ONE_TIME_SETUP = "one_time_setup"
     # what fused against the baseline (fusion.py, copies.py)
     DISPATCHER_FUSION = "dispatcher_fusion"
     NO_DISPATCHER_FUSION = "no_dispatcher_fusion"
     KERNELS_FELL = "kernels_fell"
     KERNELS_ROSE = "kernels_rose"
     HIDDEN_COPY = "hidden_copy"
+    COPIES = "copies"  # no baseline: what the copies are and where they come from
     # which kernels ran (kernels.py)
     METADATA_OPS = "metadata_ops"
     TENSOR_CORES_UNUSED = "tensor_cores_unused"
@@ -42,7 +55,10 @@ class Severity(StrEnum):
     WARNING = "warning"  # costs time, or a number is not to be trusted
 
 
-BOUND_CODES = (Code.OVERHEAD_BOUND, Code.COMPUTE_BOUND, Code.MEMORY_BOUND)
+# The primary verdicts: a profile gets exactly one of these.
+BOUND_CODES = (Code.OVERHEAD_BOUND, Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND,
+               Code.COPY_BOUND, Code.DEVICE_WAIT, Code.SYNC_BOUND, Code.DATA_BOUND,
+               Code.INIT_BOUND)
 # What a variant changed against the baseline, in the order the report states it.
 CHANGE_CODES = (Code.DISPATCHER_FUSION, Code.NO_DISPATCHER_FUSION, Code.KERNELS_FELL,
                 Code.KERNELS_ROSE, Code.HIDDEN_COPY)

@@ -1,10 +1,21 @@
-"""Copies the user did not write: a device-to-device memcpy on a GPU (the series saw one before
-the GEMM under torch.compile), an aten::copy_ on a CPU, where the baseline had none."""
+"""Copies. Against a baseline, a copy the code does not write: a device-to-device memcpy on a
+GPU (the series saw one before the GEMM under torch.compile), an aten::copy_ on a CPU, where the
+baseline had none. With no baseline (anyone's trace) a copy is not "hidden": every clone, DDP
+bucket copy and gradient accumulation makes one. There the finding says what the copies are
+(direction, pageable host memory) and which ops they come from, once they are a notable share
+of the device's busy time."""
 from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
 
 from suites.findings.codes import Code, Severity
 from suites.findings.core import Finding, FindingContext
 from suites.profiling.device_time import kernel_us
+
+NOTABLE_SHARE = 0.1  # of the device's busy time
+_DIRECTION = re.compile(r"\b(HtoD|DtoH|DtoD|HtoH|PtoP)\b")
+SHOWN = 3
 
 
 def _gpu_dtod(profile) -> tuple[float, float, float]:
@@ -33,17 +44,19 @@ def _cpu_copies(profile) -> tuple[float, float, str]:
 def hidden_copy(ctx: FindingContext):
     if ctx.profile is None:
         return
+    if ctx.baseline_profile is None:
+        if ctx.on_gpu:
+            yield from _copies_by_origin(ctx.profile)
+        return  # on a CPU every dtype cast and clone is a copy_: only a change says anything
     if ctx.on_gpu:
         count, nbytes, us = _gpu_dtod(ctx.profile)
-        base = _gpu_dtod(ctx.baseline_profile)[0] if ctx.baseline_profile else 0.0
+        base = _gpu_dtod(ctx.baseline_profile)[0]
         if count > base:
             yield Finding(Code.HIDDEN_COPY, Severity.NOTICE,
                           f"a device-to-device copy the code does not write: {count:g} per call, "
                           f"{nbytes / 1e6:.3g} MB, {us:.1f} us", {"copies_per_call": count,
                           "bytes_per_call": nbytes, "copy_us": us, "baseline_copies": base})
         return
-    if ctx.baseline_profile is None:
-        return  # on a CPU every dtype cast and clone is a copy_: only a change says anything
     count, us, parents = _cpu_copies(ctx.profile)
     base = _cpu_copies(ctx.baseline_profile)[0]
     if count > base:
@@ -54,3 +67,32 @@ def hidden_copy(ctx: FindingContext):
                       f"a copy the code does not write: aten::copy_ inside {parents}, "
                       f"{count:g} per call, {us:.1f} us{why}",
                       {"copies_per_call": count, "copy_us": us, "baseline_copies": base})
+
+
+def _copies_by_origin(profile):
+    copies_us = busy_us = 0.0
+    kinds: Counter = Counter()
+    origins: dict[str, float] = defaultdict(float)
+    origin_of = profile.analysis.copy_origins  # trace_analysis.copy_origin
+    for step in profile.steps:
+        if step.window is not None:
+            busy_us += step.window.busy_us
+        for k in step.kernels:
+            if k.cat != "gpu_memcpy":
+                continue
+            copies_us += k.dur
+            direction = _DIRECTION.search(k.name)
+            kind = direction.group(1) if direction else "copy"
+            kinds[kind + (" pageable" if "Pageable" in k.name else "")] += k.dur
+            origins[origin_of.get(k.corr, "no copy call (launch not in the trace)")] += k.dur
+    if busy_us <= 0 or copies_us < NOTABLE_SHARE * busy_us:
+        return
+    top = sorted(origins.items(), key=lambda kv: -kv[1])[:SHOWN]
+    pageable = sum(us for kind, us in kinds.items() if "pageable" in kind)
+    advice = (f"; {pageable / copies_us:.0%} of it from pageable host memory: pinned memory "
+              "(pin_memory=True) lets it run asynchronously" if pageable > 0.5 * copies_us else "")
+    yield Finding(Code.COPIES, Severity.NOTICE,
+                  f"memory copies take {copies_us / busy_us:.0%} of the device's busy time "
+                  f"({', '.join(f'{kind} {us / 1e3:.3g} ms' for kind, us in kinds.most_common())})"
+                  f", from {', '.join(f'{name} ({us / 1e3:.3g} ms)' for name, us in top)}{advice}",
+                  {"copy_us": copies_us, "busy_us": busy_us, "pageable_us": pageable})

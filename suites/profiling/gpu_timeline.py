@@ -24,6 +24,7 @@ activities on that stream (the trace's device `tid`).
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -38,12 +39,21 @@ Intervals = list[tuple[float, float]]
 
 
 def kind(event: Event) -> str:
-    """communication, memcpy or computation, by TraceLens's rules."""
-    if event.cat == "gpu_memcpy" or ROCM_COPY.match(event.name):
-        return "memcpy"
-    if event.cat == "kernel" and COMM.search(event.name):
-        return "communication"
-    return "computation"
+    """communication, memcpy or computation, by TraceLens's rules (names repeat: cached)."""
+    key = (event.cat, event.name)
+    found = _KINDS.get(key)
+    if found is None:
+        if event.cat == "gpu_memcpy" or ROCM_COPY.match(event.name):
+            found = "memcpy"
+        elif event.cat == "kernel" and COMM.search(event.name):
+            found = "communication"
+        else:
+            found = "computation"
+        _KINDS[key] = found
+    return found
+
+
+_KINDS: dict[tuple[str, str], str] = {}
 
 
 def union(intervals: Intervals) -> Intervals:
@@ -78,6 +88,23 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
         if cursor < end:
             out.append((cursor, end))
     return out
+
+
+class Coverage:
+    """A merged union of intervals, asked how much of it lies inside a window."""
+
+    def __init__(self, merged: Intervals):
+        self.merged = merged
+        self.starts = [start for start, _ in merged]
+
+    def within(self, lo: float, hi: float) -> float:
+        total = 0.0
+        i = max(0, bisect.bisect_right(self.starts, lo) - 1)
+        while i < len(self.merged) and self.merged[i][0] < hi:
+            start, end = self.merged[i]
+            total += max(0.0, min(end, hi) - max(start, lo))
+            i += 1
+        return total
 
 
 @dataclass(frozen=True)

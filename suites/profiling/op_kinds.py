@@ -33,6 +33,10 @@ METADATA_OPS = frozenset({
     "aten::unflatten", "aten::is_same_size", "aten::set_", "aten::_local_scalar_dense_meta",
 })
 
+# Ops that only carry a copy out: the op a copy came from is the one around them.
+COPY_WRAPPERS = frozenset({"aten::copy_", "aten::_to_copy", "aten::to", "aten::_copy_from",
+                           "aten::_copy_from_and_resize", "aten::copy"})
+
 # Ops whose own time is dispatch: the work happens in the ops they call.
 COMPOSITE_OPS = frozenset({
     "aten::matmul", "aten::linear", "aten::einsum", "aten::scaled_dot_product_attention",
@@ -76,8 +80,10 @@ def is_cpu_kernel(op: Event) -> bool:
 
 
 def is_compute_op_name(name: str) -> bool:
-    """A namespaced op (aten::, mkldnn::...) that is neither metadata-only nor a known wrapper."""
-    return "::" in name and name not in METADATA_OPS and name not in COMPOSITE_OPS
+    """A namespaced op (aten::, mkldnn::...) that is neither metadata-only nor a known wrapper;
+    a collective (c10d::allreduce_) is communication, not compute."""
+    return ("::" in name and name not in METADATA_OPS and name not in COMPOSITE_OPS
+            and not is_cpu_collective(name))
 
 
 # The op each scaled_dot_product_attention backend runs under, as it appears in the profile.
@@ -95,3 +101,36 @@ def sdpa_backend(op_names) -> str | None:
     """Which SDPA backend ran, from the op names of a call; None if no SDPA ran."""
     found = sorted({SDPA_BACKEND_OPS[name] for name in op_names if name in SDPA_BACKEND_OPS})
     return "+".join(found) if found else None
+
+
+# Runtime calls that set a device up once: context creation (cudaFree(0), the first stream
+# query), device queries, module loading. Seconds on a cold machine, nothing after.
+SETUP_APIS = frozenset({
+    "cuInit", "cuDevicePrimaryCtxRetain", "cuCtxCreate", "cuModuleLoad", "cuModuleLoadData",
+    "cuModuleLoadDataEx", "cuLibraryLoadData", "cuModuleGetFunction", "cudaFree",
+    "cudaGetDeviceCount", "cudaSetDevice", "cudaGetDeviceProperties", "cudaDeviceGetAttribute",
+    "cudaDeviceGetStreamPriorityRange", "cudaStreamCreate", "cudaStreamCreateWithFlags",
+    "cudaStreamCreateWithPriority", "cudaHostAlloc", "cudaHostRegister", "cudaDriverGetVersion",
+    "cudaRuntimeGetVersion", "hipInit", "hipFree", "hipGetDeviceCount", "hipSetDevice",
+    "hipGetDeviceProperties", "hipDeviceGetAttribute", "hipDeviceGetStreamPriorityRange",
+    "hipStreamCreate", "hipStreamCreateWithFlags", "hipStreamCreateWithPriority",
+    "hipHostMalloc", "hipHostRegister", "hipModuleLoad", "hipModuleLoadData",
+})
+# `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`: the loader's own range.
+DATA_LOADING = re.compile(r"^enumerate\(DataLoader\)")
+# Collectives run by the host: gloo's work ranges, the c10d ops, the param-comms record (on a
+# GPU its NCCL kernels are the communication; on a CPU these ranges are).
+CPU_COLLECTIVE = re.compile(r"^(gloo:|c10d::|mpi:|ucc:|record_param_comms$)")
+
+
+def is_setup_api(name: str) -> bool:
+    return _API_SUFFIX.sub("", name) in SETUP_APIS or name.startswith(("cuDevicePrimaryCtx",
+                                                                        "hipGetDeviceProperties"))
+
+
+def is_data_loading(name: str) -> bool:
+    return bool(DATA_LOADING.match(name))
+
+
+def is_cpu_collective(name: str) -> bool:
+    return bool(CPU_COLLECTIVE.match(name))

@@ -1,12 +1,18 @@
 """Read a torch.profiler (Kineto) Chrome trace, .json or .json.gz, as a stream of events.
 
-Traces of real training jobs run to hundreds of MB; `json.load` of one holds the whole document
-as Python objects (several times the file size). Here the `traceEvents` array is decoded one
-event at a time from a sliding text buffer, and only the fields the analysis uses are kept,
-in slotted objects with interned names.
+Traces of real training jobs run to 1 GB; `json.load` of one holds the whole document as Python
+objects (several times the file size). Here the `traceEvents` array is decoded from a sliding
+text window, a run of events at a time by one call of the C decoder, and only the fields the
+analysis uses are kept, in slotted objects with shared (interned) names, categories and thread
+ids: about 220 bytes per kept event. `python -m suites.benchmarks.trace_speed` measures it.
+
+Decoding is most of the time (~10 s per GB), and every event is decoded, python_function ones
+included: skipping them by their text would let malformed JSON in them pass unnoticed, and
+checking their text with a regular expression is slower than decoding it.
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import math
@@ -17,7 +23,10 @@ from typing import IO, Iterator
 
 # Device-side activities: what "kernels per call" counts on a GPU.
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver"})
+# Other backends' runtime calls link their activities by correlation id the same way (Intel
+# XPU, out-of-tree PrivateUse1 devices, MTIA): read, so those activities are linked, not lost.
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "xpu_driver",
+                          "privateuse1_runtime", "privateuse1_driver", "mtia_runtime"})
 CPU_OP_CATS = frozenset({"cpu_op", "operator"})  # `operator` in traces of older torch versions
 ANNOTATION_CATS = frozenset({"user_annotation"})
 # Older Kineto wrote capitalised categories (Kernel, Memcpy, Memset, Runtime, Driver); they are
@@ -27,6 +36,9 @@ _CATEGORY_ALIASES = {"memcpy": "gpu_memcpy", "memset": "gpu_memset", "runtime": 
 
 _CHUNK_CHARS = 1 << 20
 _WS = " \t\r\n"
+_ARGS_NOT_OBJECT = "args not an object (kept without them)"
+# What _number() accepts, as exact types (the decoder makes no subclasses): bool is not a number.
+_NUMBER_TYPES = frozenset({int, float})
 
 
 class TraceFormatError(ValueError):
@@ -39,8 +51,16 @@ class Event:
     __slots__ = ("name", "cat", "ts", "dur", "pid", "tid", "corr", "ext", "nbytes", "self_us", "op")
 
     def __init__(self, name, cat, ts, dur, pid, tid, corr, ext, nbytes):
-        self.name, self.cat, self.ts, self.dur = name, cat, ts, dur
-        self.pid, self.tid, self.corr, self.ext, self.nbytes = pid, tid, corr, ext, nbytes
+        # One statement per slot: packing and unpacking tuples costs a quarter more per event.
+        self.name = name
+        self.cat = cat
+        self.ts = ts
+        self.dur = dur
+        self.pid = pid
+        self.tid = tid
+        self.corr = corr
+        self.ext = ext
+        self.nbytes = nbytes
         self.self_us = dur  # cpu ops: duration minus direct children (set by nesting)
         self.op = None  # the name of the innermost cpu op around this one (set by nesting)
 
@@ -62,6 +82,9 @@ class Trace:
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     n_events: int = 0
     skipped: dict = field(default_factory=dict)  # why -> events left out as malformed
+    # category -> complete events of a category the analysis does not read (python_function,
+    # cuda_profiler_range, another accelerator's activities...): reported, never silently lost
+    other_categories: dict = field(default_factory=dict)
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -70,6 +93,24 @@ def _open_text(path: Path) -> IO[str]:
     if magic == b"\x1f\x8b":
         return gzip.open(path, "rt", encoding="utf-8", errors="replace")
     return open(path, "r", encoding="utf-8", errors="replace")
+
+
+def _last_boundary(buf: str, lo: int, hi: int) -> int | None:
+    """The end of the last `}` in buf[lo:hi] that is followed by `,` and `{` (whitespace
+    between them allowed): between two events, almost always (see _Reader.batch)."""
+    brace = buf.rfind("{", lo + 1, hi)
+    while brace > lo:
+        i = brace - 1
+        while i > lo and buf[i] in _WS:
+            i -= 1
+        if buf[i] == "," and i > lo:
+            i -= 1
+            while i > lo and buf[i] in _WS:
+                i -= 1
+            if buf[i] == "}":
+                return i + 1
+        brace = buf.rfind("{", lo + 1, brace)
+    return None
 
 
 class _Reader:
@@ -90,6 +131,7 @@ class _Reader:
         if not chunk:
             self.eof = True
             return False
+        # Drop what was read once it is half the window: each character is copied O(1) times.
         if self.pos > len(self.buf) // 2:
             self.consumed += self.pos
             self.buf, self.pos = self.buf[self.pos:], 0
@@ -133,14 +175,47 @@ class _Reader:
             self.pos = end
             return value
 
+    def batch(self) -> tuple[list | None, int]:
+        """(the array elements from here up to an event boundary near the end of the window,
+        decoded by one call of the C decoder, 0) or, where that fails, (None, the absolute
+        position up to which the caller decodes one element at a time). One decoder call per
+        element costs a Python round trip per event: 7-25% of the reading time.
 
-def _iter_array(reader: _Reader) -> Iterator:
+        The text from an element's start to a `}` that is followed by `, {` decodes as a list
+        only if that `}` ends an element: one inside an element (in a string, or in a list of
+        objects in args) leaves a string or an object open. So a wrong cut never goes unnoticed,
+        and a stretch that does not decode, malformed JSON included, is read one element at a
+        time as before, which raises the same errors at the same characters."""
+        self.peek()
+        while len(self.buf) - self.pos < _CHUNK_CHARS and self.fill():
+            pass
+        buf, start, hi = self.buf, self.pos, len(self.buf)
+        for _ in range(3):  # `}, {` in a list of objects in args: try an earlier boundary
+            cut = _last_boundary(buf, start, hi)
+            if cut is None:
+                break
+            try:
+                values = self.decoder.decode("[" + buf[start:cut] + "]")
+            except (ValueError, RecursionError):
+                hi = cut - 1
+                continue
+            self.pos = cut
+            return values, 0
+        return None, self.consumed + len(buf)
+
+
+def _array_batches(reader: _Reader) -> Iterator[list]:
+    """The elements of the array at the reader, in lists."""
     reader.expect("[")
     if reader.peek() == "]":
         reader.pos += 1
         return
+    slow_until = 0  # before this absolute position, one element at a time
     while True:
-        yield reader.value()
+        batch = None
+        if reader.consumed + reader.pos >= slow_until:
+            batch, slow_until = reader.batch()
+        yield batch if batch is not None else [reader.value()]
         if reader.expect(",]") == "]":
             return
         if reader.peek() == "]":  # a trailing comma, as some writers leave
@@ -148,8 +223,7 @@ def _iter_array(reader: _Reader) -> Iterator:
             return
 
 
-def iter_raw_events(path, meta: dict | None = None) -> Iterator[dict]:
-    """Every entry of `traceEvents` as a dict; other top-level keys go into `meta`."""
+def _raw_batches(path, meta: dict | None) -> Iterator[list]:
     path = Path(path)
     if not path.is_file():
         raise TraceFormatError(f"{path}: no such file")
@@ -157,18 +231,19 @@ def iter_raw_events(path, meta: dict | None = None) -> Iterator[dict]:
         reader = _Reader(stream, str(path))
         first = reader.peek()
         if first == "[":  # the bare-array form of the Chrome trace format
-            yield from _iter_array(reader)
+            yield from _array_batches(reader)
             return
         reader.expect("{")
         found = False
         while reader.peek() != "}":
             key = reader.value()
             if not isinstance(key, str):
-                raise TraceFormatError(f"{path}: expected a key at character {reader.pos}")
+                raise TraceFormatError(f"{path}: expected a key at character "
+                                       f"{reader.consumed + reader.pos}")
             reader.expect(":")
             if key == "traceEvents":
                 found = True
-                yield from _iter_array(reader)
+                yield from _array_batches(reader)
             else:
                 value = reader.value()
                 if meta is not None:
@@ -177,6 +252,13 @@ def iter_raw_events(path, meta: dict | None = None) -> Iterator[dict]:
                 break
         if not found:
             raise TraceFormatError(f"{path}: no traceEvents array: not a Chrome trace")
+
+
+def iter_raw_events(path, meta: dict | None = None) -> Iterator:
+    """Every entry of `traceEvents` (a dict, if the trace is well formed); other top-level keys
+    go into `meta`."""
+    for batch in _raw_batches(path, meta):
+        yield from batch
 
 
 def _number(value, default=None):
@@ -197,7 +279,28 @@ def _problem(ts, dur) -> str | None:
 def read_trace(path) -> Trace:
     """Load the events of a trace that the analysis needs; see the module docstring."""
     trace = Trace(path=str(path))
-    names: dict[str, str] = {}
+    collecting = gc.isenabled()
+    # Millions of new Events, none in a reference cycle, would trigger full collections that
+    # walk all of them and find nothing (a fifth of the reading time).
+    gc.disable()
+    try:
+        _read_events(path, trace)
+    finally:
+        if collecting:
+            gc.enable()
+    if trace.n_events == 0:
+        raise TraceFormatError(f"{path}: the trace has no events")
+    return trace
+
+
+def _kind(raw_cat, buckets: dict) -> tuple[str, list | None, bool]:
+    """(category, the list its events go to or None, on the GPU's timeline) of a `cat` value."""
+    cat = str(raw_cat).lower()
+    cat = sys.intern(_CATEGORY_ALIASES.get(cat, cat))
+    return cat, buckets.get(cat), cat.startswith("gpu_")
+
+
+def _read_events(path, trace: Trace) -> None:
     buckets = {}
     for cat in DEVICE_CATS:
         buckets[cat] = trace.device
@@ -207,38 +310,63 @@ def read_trace(path) -> Trace:
         buckets[cat] = trace.cpu_ops
     for cat in ANNOTATION_CATS:
         buckets[cat] = trace.annotations
-    for raw in iter_raw_events(path, trace.meta):
-        trace.n_events += 1
-        if not isinstance(raw, dict) or raw.get("ph") != "X":
-            continue
-        name = raw.get("name", "")
-        cat = str(raw.get("cat", "")).lower()
-        cat = _CATEGORY_ALIASES.get(cat, cat)
-        if str(name).startswith("ProfilerStep#") and not cat.startswith("gpu_"):
+    # One shared object per distinct name, category and int pid/tid: a decoded string or int
+    # is a new object per event (50-80 bytes each).
+    names: dict = {}
+    kinds: dict = {}  # raw `cat` string -> _kind()
+    ids: dict = {}
+    annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
+    isfinite, numbers = math.isfinite, _NUMBER_TYPES
+    for batch in _raw_batches(path, trace.meta):
+        trace.n_events += len(batch)
+        # This loop runs once per event (millions): hence local names and no helper calls on
+        # the common path; where a value has an unusual type, the general code decides.
+        for raw in batch:
+            if type(raw) is not dict or raw.get("ph") != "X":
+                continue
+            raw_cat = raw.get("cat", "")
+            kind = kinds.get(raw_cat) if type(raw_cat) is str else None
+            if kind is None:
+                kind = _kind(raw_cat, buckets)
+                if type(raw_cat) is str:
+                    kinds[raw_cat] = kind
+            cat, bucket, on_gpu = kind
+            name = raw.get("name", "")
             # Older traces emit steps as cpu ops; the copy of each step that newer ones put on
-            # the GPU's timeline (gpu_user_annotation) is not a step of its own.
-            bucket = trace.annotations
-        else:
-            bucket = buckets.get(cat)
-        if bucket is None:
-            continue
-        ts, dur = _number(raw.get("ts")), _number(raw.get("dur"), 0.0)
-        problem = _problem(ts, dur)
-        if problem:  # left out, and counted: a reader is told how many and why
-            trace.skipped[problem] = trace.skipped.get(problem, 0) + 1
-            continue
-        args = raw.get("args")
-        if not isinstance(args, dict):
-            if args is not None:
-                trace.skipped["args not an object (kept without them)"] = (
-                    trace.skipped.get("args not an object (kept without them)", 0) + 1)
-            args = {}
-        name = names.setdefault(name, sys.intern(str(name)))
-        bucket.append(Event(name, cat, float(ts), float(dur), raw.get("pid"), raw.get("tid"),
-                            _number(args.get("correlation")), _number(args.get("External id")),
-                            _number(args.get("bytes"))))
-    if trace.n_events == 0:
-        raise TraceFormatError(f"{path}: the trace has no events")
+            # the GPU's timeline (gpu_user_annotation) is not a step of its own. (Only a str
+            # name can start so: str() of any other JSON value starts otherwise.)
+            if not on_gpu and type(name) is str and name.startswith("ProfilerStep#"):
+                bucket = annotations
+            elif bucket is None:
+                other[cat] = other.get(cat, 0) + 1
+                continue
+            ts, dur = raw.get("ts"), raw.get("dur", 0.0)
+            if not (type(ts) in numbers and type(dur) in numbers):
+                ts, dur = _number(ts), _number(raw.get("dur"), 0.0)
+            if ts is None or not (isfinite(ts) and isfinite(dur)) or dur < 0:
+                problem = _problem(ts, dur)  # left out, and counted: a reader is told why
+                skipped[problem] = skipped.get(problem, 0) + 1
+                continue
+            args = raw.get("args")
+            if type(args) is dict:
+                corr, ext = args.get("correlation"), args.get("External id")
+                nbytes = args.get("bytes")
+                corr = corr if type(corr) in numbers else None
+                ext = ext if type(ext) in numbers else None
+                nbytes = nbytes if type(nbytes) in numbers else None
+            else:
+                if args is not None:
+                    skipped[_ARGS_NOT_OBJECT] = skipped.get(_ARGS_NOT_OBJECT, 0) + 1
+                corr = ext = nbytes = None
+            interned = names.get(name)
+            if interned is None:
+                interned = names[name] = sys.intern(str(name))
+            pid, tid = raw.get("pid"), raw.get("tid")
+            if type(pid) is int:
+                pid = ids.setdefault(pid, pid)
+            if type(tid) is int:
+                tid = ids.setdefault(tid, tid)
+            bucket.append(Event(interned, cat, float(ts), float(dur), pid, tid, corr, ext,
+                                nbytes))
     for events in (trace.cpu_ops, trace.annotations, trace.runtime, trace.device):
-        events.sort(key=lambda e: (e.ts, -e.dur))
-    return trace
+        events.sort(key=lambda e: (e.ts, -e.dur))  # a parent before its child at equal starts

@@ -11,7 +11,8 @@ from kernels import registry
 from kernels.base import DTYPE_SHORT, Op
 from suites.harness import round_checks as rc
 from suites.harness.correctness import BASELINE_BOUND, FLOOR
-from suites.profiling.device_time import OVERHEAD_BUSY
+from suites.findings.verdict import HOST_BOUND_SHARE
+from suites.profiling.host_parts import INIT_FACTOR, INIT_MIN_US
 from suites.profiling.op_kinds import LAUNCH_APIS
 from suites.results.columns import LEADING, MEASUREMENTS, STATUS_MEANING, column
 
@@ -54,10 +55,23 @@ def meaning(name: str, op: Op | None = None) -> str:
 def rules() -> list[str]:
     """The judgements the findings make, with their thresholds."""
     return [
-        f"Overhead-bound: the device (on a CPU: the compute ops) is busy less than "
-        f"{OVERHEAD_BUSY:.0%} of the profiled call, from its start until its host code and device "
-        "work are both done. Otherwise compute-bound or memory-bound by the roofline: the op's "
-        "FLOP per byte against the measured ridge point (peak FLOP/s / peak bandwidth).",
+        "A step's device window (a suite call's, or a ProfilerStep's in any trace) runs from the "
+        "later of the step's host start and the end of the previous step's device work (never "
+        "after its first activity) to the later of its host end and the end of its last "
+        "activity; consecutive windows never overlap, and a device running behind the host is "
+        "judged in its own window. Inside it, idle time with no launched activity waiting is "
+        "host wait; idle time with one waiting is queued idle.",
+        f"Each step gets one primary verdict. On a GPU: host-bound when the device waited for the "
+        f"host at least {HOST_BOUND_SHARE:.0%} of the window, on the largest of one-time set-up "
+        f"calls (initialisation: set-up calls of at least {INIT_MIN_US / 1e3:g} ms, or calls "
+        f"{INIT_FACTOR:g}x their own median), blocking calls (sync), DataLoader ranges, host "
+        "collectives and the rest (launch: Python, dispatch, launch calls; overhead-bound); else, "
+        "when queued idle outlasts busy time, sync-bound if the host blocked half the window, "
+        "otherwise device waiting; else device-bound on the largest of computation, exposed "
+        "communication and exposed copies. Computation is compute-bound or memory-bound by the "
+        "roofline: the op's FLOP per byte against the measured ridge point (peak FLOP/s / peak "
+        "bandwidth). On a CPU the compute ops are the device: the largest of their self time, "
+        "host collectives, data loading, set-up and the rest (overhead-bound).",
         "On a CPU, compile variants are built with Inductor's cpp.enable_kernel_profile, so their "
         "C++ kernels show up in the profile by name.",
     ]

@@ -117,8 +117,9 @@ METRICS = (
        "the profiler adds a microsecond or two to every op, so the profiled share of compute "
        "is applied to the unprofiled median", "exposed overhead us"),
     Column("idle_frac", "", NUMBER,
-       "1 - busy fraction: the share of the profiled call, from its start until its host code "
-       "and device work are both done, with no device work (on a CPU: no compute op)",
+       "1 - busy fraction: the share of the call's device window (from its start until its "
+       "host code and device work are both done, for a call synchronised before it) with no "
+       "device work (on a CPU: the share of the call's span in no compute op)",
        part="profile"),
     Column("n_kernels", "", NUMBER,
        "device activities per call (kernels + memcpy + memset), not launch calls; on a CPU, "

@@ -1,0 +1,193 @@
+"""The decision tree (suites/findings/verdict.py): one primary verdict per step with the numbers
+that decided it, verdicts that exclude each other never together, on synthetic traces of each
+kind and on the real ones."""
+import itertools
+from pathlib import Path
+
+import pytest
+
+from suites.findings import FindingContext, run_detectors
+from suites.findings.codes import BOUND_CODES, Code
+from suites.findings.verdict import step_verdict
+from suites.profiling.call_profile import CallProfile
+from suites.profiling.trace_analysis import analyze
+from suites.profiling.trace_events import read_trace
+from trace_builders import event, write
+
+REAL = sorted((Path(__file__).parent / "fixtures").glob("*_traces/*.json.gz"))
+
+
+def gpu_trace(steps=4, host_us=100.0, kernel_us=5.0, kernels=4, kernel_name="gemm",
+              cat="kernel", extra=lambda step, t0: [], launch="cudaLaunchKernel"):
+    """`steps` ProfilerSteps of `host_us`; each launches `kernels` activities of `kernel_us`
+    spread over its first half; a kernel starts at its launch or after the previous one ends
+    (so a device slower than the host runs behind it). `extra(step, t0)` adds events."""
+    events, device_free, corr = [], 0.0, 1
+    for step in range(steps):
+        t0 = step * host_us
+        events.append(event(f"ProfilerStep#{step}", "user_annotation", t0, host_us))
+        for i in range(kernels):
+            at = t0 + 1 + i * (host_us / 2 / kernels)
+            events.append(event("aten::op", "cpu_op", at, 4))
+            events.append(event(launch, "cuda_runtime", at + 1, 2, correlation=corr))
+            start = max(at + 3, device_free)
+            events.append(event(kernel_name, cat, start, kernel_us, tid=7, correlation=corr))
+            device_free, corr = start + kernel_us, corr + 1
+        events += extra(step, t0)
+    return events
+
+
+def profile(events, tmp_path, name="t.json"):
+    return CallProfile(analyze(read_trace(write({"traceEvents": events}, tmp_path / name))))
+
+
+def findings(prof):
+    return {f.code: f for f in run_detectors(FindingContext(profile=prof))}
+
+
+def primary_codes(found) -> list:
+    return [c for c in found if c in BOUND_CODES or c == Code.NO_VERDICT]
+
+
+def assert_consistent(found):
+    """Exactly one primary verdict; the queue findings never contradict it."""
+    primary = primary_codes(found)
+    assert len(primary) == 1, primary
+    if Code.QUEUE_EMPTY in found:
+        assert primary == [Code.OVERHEAD_BOUND]
+    if Code.QUEUE_FULL in found:
+        assert primary[0] in (Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND,
+                              Code.COPY_BOUND)
+
+
+def test_a_device_behind_the_host_is_busy_in_its_window_not_half_idle(tmp_path):
+    # Each step's kernels take 190 us of device time in a 100 us host step: the device runs
+    # further and further behind. Measured from the host's step start the device looks ~50%
+    # busy; in its own window it is busy throughout.
+    prof = profile(gpu_trace(steps=6, kernel_us=47.5), tmp_path)
+    later = prof.steps[2:]
+    assert all(s.busy_frac == pytest.approx(1.0) for s in later)
+    found = findings(prof)
+    assert Code.COMPUTE_BOUND in found and Code.QUEUE_FULL in found
+    assert_consistent(found)
+
+
+def test_a_slow_host_is_overhead_bound_and_the_queue_empty(tmp_path):
+    prof = profile(gpu_trace(kernel_us=2.0), tmp_path)
+    window = prof.steps[1].window
+    # 4 kernels of 2 us, each starting as its launch call returns: the rest of the 100 us the
+    # device waited for the host.
+    assert (window.busy_us, window.queued_idle_us) == pytest.approx((8, 0))
+    assert window.host_wait_us == pytest.approx(92)
+    found = findings(prof)
+    assert Code.OVERHEAD_BOUND in found and Code.QUEUE_EMPTY in found
+    assert found[Code.OVERHEAD_BOUND].evidence["host_wait_us"] == pytest.approx(92)
+    assert_consistent(found)
+
+
+def test_set_up_calls_far_beyond_their_steady_state_are_initialisation(tmp_path):
+    def setup(step, t0):
+        return [event("cudaFree", "cuda_runtime", t0 + 60, 30_000 if step == 0 else 1)]
+    events = gpu_trace(steps=1, host_us=40_000, extra=setup)
+    found = findings(profile(events, tmp_path))
+    assert Code.INIT_BOUND in found and "30 ms" in found[Code.INIT_BOUND].statement
+    # A steady-state call that is once far longer (a lazy module load) is set-up too.
+    slow = gpu_trace(steps=4, host_us=100)
+    slow[2]["dur"] = 5_000  # the first cudaLaunchKernel
+    prof = profile(slow, tmp_path, "lazy.json")
+    assert prof.steps[0].host.init_us == 5_000 and prof.steps[1].host.init_us == 0
+    assert Code.ONE_TIME_SETUP in findings(prof) or Code.INIT_BOUND in findings(prof)
+
+
+def test_data_loading_and_host_collectives_and_syncs(tmp_path):
+    def loader(step, t0):
+        return [event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                      "user_annotation", t0 + 44, 55)]
+    found = findings(profile(gpu_trace(kernel_us=1.0, extra=loader), tmp_path))
+    assert Code.DATA_BOUND in found
+    assert_consistent(found)
+
+    def sync(step, t0):  # a blocking copy waits for work the trace does not show
+        return [event("cudaMemcpy", "cuda_runtime", t0 + 45, 53, correlation=9000 + step),
+                event("Memcpy DtoH (Device -> Pageable)", "gpu_memcpy", t0 + 96, 1, tid=7,
+                      correlation=9000 + step)]
+    found = findings(profile(gpu_trace(kernel_us=1.0, extra=sync), tmp_path, "s.json"))
+    assert Code.SYNC_BOUND in found
+    assert found[Code.SYNC_BOUND].evidence["queued_idle_us"] == pytest.approx(51)
+    assert_consistent(found)
+
+
+def test_a_gloo_all_reduce_on_a_cpu_is_communication(tmp_path):
+    events = []
+    for step in range(3):
+        t0 = step * 1000
+        events += [event(f"ProfilerStep#{step}", "user_annotation", t0, 1000),
+                   event("aten::mm", "cpu_op", t0 + 10, 100),
+                   event("gloo:all_reduce", "user_annotation", t0 + 120, 850),
+                   event("c10d::allreduce_", "cpu_op", t0 + 115, 860)]
+    prof = profile(events, tmp_path)
+    assert prof.analysis.mode == "cpu"
+    found = findings(prof)
+    assert Code.COMM_BOUND in found and "86%" in found[Code.COMM_BOUND].statement
+    assert "c10d::allreduce_" not in {k.name for s in prof.steps for k in s.kernels}
+
+
+def test_nccl_kernels_and_pageable_copies_get_their_own_verdicts(tmp_path):
+    found = findings(profile(gpu_trace(kernel_us=20, kernel_name="ncclDevKernel_AllReduce_Sum"),
+                             tmp_path))
+    assert Code.COMM_BOUND in found
+    copies = gpu_trace(kernel_us=20, kernel_name="Memcpy HtoD (Pageable -> Device)",
+                       cat="gpu_memcpy", launch="cudaMemcpyAsync")
+    found = findings(profile(copies, tmp_path, "c.json"))
+    assert Code.COPY_BOUND in found
+    assert "pageable" in found[Code.COPIES].statement and "aten::op" in found[Code.COPIES].statement
+
+
+@pytest.mark.parametrize("category", ["cuda_profiler_range", "mtia_ccp_events"])
+def test_a_device_whose_activities_are_not_read_is_never_a_cpu(tmp_path, category, capsys):
+    events = [event("ProfilerStep#1", "user_annotation", 0, 100),
+              event("aten::mm", "cpu_op", 10, 80),
+              event("range", category, 20, 50)]
+    prof = profile(events, tmp_path)
+    assert prof.analysis.mode == "host-only" and prof.steps[0].n_kernels == 0
+    found = findings(prof)
+    assert primary_codes(found) == [Code.NO_VERDICT] and category in found[Code.NO_VERDICT].statement
+    from suites import analyze as cli
+    assert cli.main([str(tmp_path / "t.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"1 activities of category {category} not analysed" in out and "host only" in out
+
+
+def test_verdicts_that_exclude_each_other_never_fire_together(tmp_path):
+    """Every combination of a slow or fast host, a device behind or idle, set-up, a blocking
+    sync, data loading, communication and copies: one primary verdict, and queue findings that
+    agree with it."""
+    seen = set()
+    kinds = [("gemm", "kernel"), ("ncclDevKernel_AllReduce", "kernel"),
+             ("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy")]
+    for i, (kernel_us, (name, cat), setup, sync, data) in enumerate(itertools.product(
+            [0.5, 10.0, 47.5], kinds, [False, True], [False, True], [False, True])):
+        def extra(step, t0, setup=setup, sync=sync, data=data):
+            out = []
+            if setup and step == 0:
+                out.append(event("cudaDeviceGetStreamPriorityRange", "cuda_runtime", t0 + 55, 30))
+            if sync:
+                out.append(event("cudaDeviceSynchronize", "cuda_runtime", t0 + 60, 35))
+            if data:
+                out.append(event("enumerate(DataLoader)#x", "user_annotation", t0 + 52, 45))
+            return out
+        prof = profile(gpu_trace(kernel_us=kernel_us, kernel_name=name, cat=cat, extra=extra),
+                       tmp_path, f"t{i}.json")
+        for step in prof.steps:
+            verdict = step_verdict(step, prof.analysis.mode)
+            assert verdict is not None and verdict.code in BOUND_CODES
+        found = findings(prof)
+        assert_consistent(found)
+        seen.update(primary_codes(found))
+    assert len(seen) >= 5, seen  # the grid reaches most verdicts
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_real_traces_get_one_consistent_verdict(path):
+    prof = CallProfile(analyze(read_trace(path)))
+    assert_consistent(findings(prof))
