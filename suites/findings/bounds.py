@@ -124,7 +124,8 @@ def dominant_kernel(ctx: FindingContext):
     rows = ctx.profile.kernel_rows()
     total = sum(r["total_us_per_call"] for r in rows)
     kernels = [r for r in rows if r["kind"] == "kernel"]  # copies: the copies finding
-    if kernels and total > 0 and kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total:
+    if len(rows) > 1 and total > 0 and kernels and (
+            kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total):
         top = kernels[0]
         yield Finding(Code.DOMINANT_KERNEL, Severity.INFO,
                       f"one kernel takes {top['total_us_per_call'] / total:.0%} of the device "
