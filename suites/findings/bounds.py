@@ -7,13 +7,14 @@ from collections import defaultdict
 
 from suites.findings.codes import Code, Severity
 from suites.findings.core import Finding, FindingContext
-from suites.findings.verdict import Primary, Verdict, duration, primary
+from suites.findings.verdict import DEVICE, Primary, Verdict, duration, primary
 from suites.profiling.device_time import HOST_ONLY, kernel_us, unread_device_categories
 from suites.profiling.gpu_timeline import kind
 from suites.profiling.op_kinds import is_copy_api, is_sync_api
 
 DOMINANT_SHARE = 0.5  # one kernel's share of the device time
 COMM_SHARE = 0.2  # communication's share of the busy time
+IDLE_SHARE = 0.2  # idle share of a device-bound step's window worth a note
 SHOWN_OTHERS = 4
 # Verdicts that say the hardware is doing the work (info), not that time is lost (notice).
 WORK_CODES = (Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND, Code.COPY_BOUND)
@@ -148,6 +149,39 @@ def comm_share(ctx: FindingContext):
                       f"communication kernels run {duration(comm)} against {duration(busy)} of busy "
                       f"device time ({comm / busy:.0%}, overlapped or not): collectives are a "
                       "large part of the work", {"comm_us": comm, "busy_us": busy})
+
+
+def idle_gaps(ctx: FindingContext):
+    """A device-bound step can still idle: say how much, on what, and the longest gap."""
+    found = profile_primary(ctx)
+    if found is None or not ctx.on_gpu or found.verdict.side != DEVICE:
+        return
+    w = found.step.window
+    idle = w.host_wait_us + w.queued_idle_us
+    if idle < IDLE_SHARE * w.window_us:
+        return
+    gap, at = _longest_gap(found.step.kernels, w.start, w.end)
+    where = (f"; the longest idle stretch is {duration(gap)}, {duration(at - w.start)} into the "
+             "window" if gap > 0 else "")
+    yield Finding(Code.IDLE_GAPS, Severity.NOTICE,
+                  f"the device idles {idle / w.window_us:.0%} of {found.step.name}'s window "
+                  f"({duration(w.host_wait_us)} waiting for the host, "
+                  f"{duration(w.queued_idle_us)} with work queued){where}",
+                  {"host_wait_us": w.host_wait_us, "queued_idle_us": w.queued_idle_us,
+                   "longest_gap_us": gap, "gap_start_us": at})
+
+
+def _longest_gap(activities, start: float, end: float) -> tuple[float, float]:
+    """(length, start) of the longest stretch of the window [start, end] in which none of the
+    step's activities runs."""
+    best, at, covered = 0.0, start, start
+    for a in sorted(activities, key=lambda a: a.ts):
+        if a.ts - covered > best:
+            best, at = a.ts - covered, covered
+        covered = max(covered, a.end)
+    if end - covered > best:
+        best, at = end - covered, covered
+    return best, at
 
 
 def one_time_setup(ctx: FindingContext):

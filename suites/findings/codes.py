@@ -20,6 +20,7 @@ class Code(StrEnum):
     DOMINANT_KERNEL = "dominant_kernel"
     COMM_SHARE = "comm_share"
     ONE_TIME_SETUP = "one_time_setup"
+    IDLE_GAPS = "idle_gaps"
     # what fused against the baseline (fusion.py, copies.py)
     DISPATCHER_FUSION = "dispatcher_fusion"
     NO_DISPATCHER_FUSION = "no_dispatcher_fusion"

@@ -11,7 +11,8 @@ from suites.results.row import ResultRow
 Detector = Callable[[FindingContext], Iterable[Finding]]
 
 DETECTORS: tuple[Detector, ...] = (
-    bounds.bound, bounds.dominant_kernel, bounds.comm_share, bounds.one_time_setup,
+    bounds.bound, bounds.dominant_kernel, bounds.comm_share, bounds.idle_gaps,
+    bounds.one_time_setup,
     compiled.compile_host_overhead, compiled.recompile,
     copies.hidden_copy,
     fusion.dispatcher_fusion, fusion.kernels_per_call,
