@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -24,17 +24,83 @@ from suites.spec import build_run_spec
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
+# Files Hydra writes in a run folder before main() runs; a folder holding nothing else has no
+# run in it yet.
+HYDRA_FILES = {".hydra", "run_suite.log"}
+
+
 def fail(message: str, out_dir: Path | None = None) -> None:
-    if out_dir is not None and {p.name for p in out_dir.iterdir()} <= {".hydra", "run_suite.log"}:
-        shutil.rmtree(out_dir, ignore_errors=True)  # nothing ran: leave no empty run folder
+    """One line, exit 2. What this run created goes (Hydra's files, and the folder if it made
+    it); nothing else is ever deleted."""
+    if out_dir is not None and out_dir.is_dir():
+        for name in HYDRA_FILES - EXISTED.get(out_dir.resolve(), set()):
+            _remove(out_dir / name)
+        if out_dir.resolve() not in EXISTED:
+            try:
+                out_dir.rmdir()  # only if now empty
+            except OSError:
+                pass
     print(f"fusebench: error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        for child in path.iterdir():
+            child.unlink(missing_ok=True)
+        path.rmdir()
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _given_run_dir(argv: list[str]) -> str | None:
+    """The value of a `hydra.run.dir=` override, if the command line has one."""
+    for arg in argv:
+        if arg.startswith("hydra.run.dir="):
+            return arg.partition("=")[2]
+    return None
+
+
+def check_run_dir_creatable(given: str | None) -> None:
+    """Before Hydra makes the folder (its own error is a traceback): the nearest existing
+    folder above it must be a writable folder."""
+    if given is None:
+        return
+    if not given.strip():  # Hydra would put the run in the current folder, among its files
+        raise ConfigError("hydra.run.dir: empty; give a folder for the run (or leave it out for "
+                          "results/<suite>/<time>)")
+    path = Path(given).absolute()
+    while not path.exists():
+        path = path.parent
+    if not path.is_dir():
+        raise ConfigError(f"hydra.run.dir={given}: {path} is a file, not a folder")
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"hydra.run.dir={given}: cannot write under {path}")
+    if str(path).startswith(("/proc", "/sys")):
+        raise ConfigError(f"hydra.run.dir={given}: {path} is a kernel filesystem, not a folder "
+                          "for results")
+
+
+def check_run_dir(out_dir: Path) -> None:
+    """The run folder must be a folder of its own, writable, and hold no other run."""
+    left = sorted(p.name for p in out_dir.iterdir() if p.name not in HYDRA_FILES)
+    if left:
+        raise ConfigError(f"hydra.run.dir={out_dir}: the folder is not empty ({', '.join(left[:4])}"
+                          f"{' ...' if len(left) > 4 else ''}); give a new folder: a run never "
+                          "mixes its files with another's")
+    probe = out_dir / ".write_probe"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"hydra.run.dir={out_dir}: cannot write there ({exc.strerror})") from None
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
+        check_run_dir(out_dir)
         spec = build_run_spec(OmegaConf.to_container(cfg, resolve=True), out_dir)
     except ConfigError as exc:
         fail(str(exc), out_dir)
@@ -45,9 +111,19 @@ def main(cfg: DictConfig) -> None:
     print(f"run folder: {out_dir}")
 
 
+# A run folder the user named may exist already, with Hydra's files from another run or tool in
+# it: what existed before Hydra started is never removed (folder -> its Hydra files then).
+RUN_DIR_GIVEN = _given_run_dir(sys.argv[1:])
+EXISTED = ({Path(RUN_DIR_GIVEN).resolve(): {n for n in HYDRA_FILES
+                                            if (Path(RUN_DIR_GIVEN) / n).exists()}}
+           if RUN_DIR_GIVEN and Path(RUN_DIR_GIVEN).is_dir() else {})
+# Two runs started in the same second get different default folders.
+OmegaConf.register_new_resolver("pid", os.getpid, replace=True)
+
 if __name__ == "__main__":
     try:
         check_group_choices(sys.argv[1:], CONF_DIR)
+        check_run_dir_creatable(RUN_DIR_GIVEN)
     except ConfigError as exc:
         fail(str(exc))
     main()

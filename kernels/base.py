@@ -93,6 +93,11 @@ class Op:
     # generated from the registry; they cross it with every choice of each categorical parameter.
     test_shape: dict[str, int] = {}
 
+    def shape_problem(self, values: Mapping[str, Value]) -> str | None:
+        """Why this op cannot build a case of these parameter values, or None. Checked when a
+        run's config is read, so a bad shape is one line before any work, not failed rows."""
+        return None
+
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
         raise NotImplementedError
 

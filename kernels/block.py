@@ -50,11 +50,17 @@ class DecoderBlockOp(Op):
     # size 20 is no power of two (flash attention pads it to 32), and B = 2 checks batch strides.
     test_shape = {"B": 2, "S": 37, "D": 60, "H": 3, "I": 80}
 
+    def shape_problem(self, values) -> str | None:
+        if values["D"] % values["H"]:
+            return (f"D={values['D']} is not divisible by H={values['H']}; the head size D/H "
+                    "must be an integer")
+        return None
+
     def make_inputs(self, case: Case, generator: torch.Generator) -> Inputs:
         B, S, D, H, I = (case[k] for k in self.params)
-        if D % H:
-            raise ValueError(f"block: D={D} is not divisible by H={H}; the head size D/H "
-                             "must be an integer")
+        problem = self.shape_problem(case.values)
+        if problem:
+            raise ValueError(f"block: {problem}")
 
         def weight(shape, fan_in):  # 1/sqrt(fan_in): every projection's output stays O(1)
             return random_tensor(shape, case, generator, scale=1 / math.sqrt(fan_in))

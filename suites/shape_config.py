@@ -22,6 +22,29 @@ def positive_int(value, key: str) -> int:
     return value
 
 
+def non_negative_int(value, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{key}: {value!r} is not a non-negative integer")
+    return value
+
+
+def boolean(value, key: str) -> bool:
+    """true or false only: `off`, `no` or `0` read as true by bool() and would turn a switch the
+    wrong way without a word."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: {value!r} is not a boolean; accepted: true, false")
+    return value
+
+
+def no_duplicates(values, key: str) -> None:
+    """A value listed twice would make the same rows twice (and their plots and speedups)."""
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise ConfigError(f"{key}: {value!r} is listed twice")
+        seen.add(value)
+
+
 def checked_value(op: Op, name: str, value, key: str) -> Value:
     """One parameter's value, checked: a positive size, or one of a categorical's choices."""
     if name not in op.choices:
@@ -39,6 +62,7 @@ def square_shapes(sizes, op: Op) -> list[dict[str, Value]]:
     if op.choices:
         raise ConfigError(f"suite.sizes: {op.name} has categorical parameters "
                           f"({', '.join(op.choices)}); give suite.axes instead")
+    no_duplicates(sizes, "suite.sizes")
     return [{p: n for p in op.params} for n in (positive_int(s, "suite.sizes") for s in sizes)]
 
 
@@ -48,6 +72,7 @@ def _group_values(group: Mapping, op: Op, where: str) -> list[list[Value]]:
         given = given if isinstance(given, (list, tuple)) else [given]
         if not given:
             raise ConfigError(f"{where}.{name}: empty list of values")
+        no_duplicates(given, f"{where}.{name}")
         values.append([checked_value(op, name, v, f"{where}.{name}") for v in given])
     return values
 

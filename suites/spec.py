@@ -16,10 +16,28 @@ from kernels.base import DTYPES, Case, Value
 from suites.errors import ConfigError
 from suites.harness.timing import TimingSpec
 from suites.profiling.capture import ProfileSpec
-from suites.shape_config import axes_shapes, positive_int, reference_shape, square_shapes
+from suites.shape_config import (axes_shapes, boolean, no_duplicates, non_negative_int,
+                                 positive_int, reference_shape, square_shapes)
 from suites.suite_table import get_suite
 
 DEVICES = ("auto", "cpu", "cuda")
+# Every key each section may hold: a misspelt or `+new_key` override would otherwise be ignored
+# and the run would go ahead without what the user asked for.
+KNOWN_KEYS = {
+    "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress"),
+    "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids"),
+    "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
+               "compile_warmup_calls", "l2_flush", "rounds", "threads"),
+    "profile": ("enabled", "wait", "warmup", "active", "record_shapes", "row_limit"),
+}
+
+
+def check_keys(section: Mapping, where: str) -> None:
+    known = KNOWN_KEYS[where]
+    for key in section:
+        if key not in known:
+            name = key if where == "config" else f"{where}.{key}"
+            raise ConfigError(f"{name}: unknown key; {where} keys: {', '.join(known)}")
 
 
 @dataclass(frozen=True)
@@ -84,7 +102,8 @@ def _dtypes(value) -> tuple[str, ...]:
             raise ConfigError(f"suite.dtypes: unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
     if not values:
         raise ConfigError("suite.dtypes: empty list; accepted: " + ", ".join(DTYPES))
-    return tuple(dict.fromkeys(values))
+    no_duplicates(values, "suite.dtypes")
+    return tuple(values)
 
 
 def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
@@ -96,6 +115,8 @@ def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
                               f"accepted: {', '.join(known)} (or all)")
     if not values:
         raise ConfigError(f"suite.variants: empty list; accepted: {', '.join(known)}")
+    if value != "all":
+        no_duplicates(values, "suite.variants")
     baseline = registry.get_op(op).baseline
     # Every row's speedup is against the baseline, so the baseline always runs, and first.
     ordered = [baseline] + [v for v in dict.fromkeys(values) if v != baseline]
@@ -112,8 +133,14 @@ def _shapes(suite_cfg: Mapping, op, device: str) -> list[dict[str, Value]]:
 
 
 def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
+    check_keys(suite_cfg, "suite")
     op = get_suite(_require(suite_cfg, "name", "suite")).op
     shapes = _shapes(suite_cfg, op, device)
+    for shape in shapes:  # a shape the op cannot build fails here, not as failed rows
+        problem = op.shape_problem(shape)
+        if problem:
+            where = "suite.sizes" if "sizes" in suite_cfg else "suite.axes"
+            raise ConfigError(f"{where}: {params_text(shape)}: {problem}")
     variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), op.name)
     return SuiteSpec(
         name=op.name,
@@ -129,17 +156,30 @@ def auto_threads() -> tuple[int, str]:
     core stalls the whole team for a scheduler tick at every parallel region (a 10 us matmul
     timed at 4-16 ms); one core left free absorbs the machine's other work. Measured on a
     shared 2-core machine: see the README's "Timing on a shared machine"."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = max(1, (usable or 1) - 1)
+    usable = usable_cores()
+    threads = max(1, usable - 1)
     return threads, f"auto: {threads} = usable cores ({usable}) - 1, one left for other processes"
 
 
+def params_text(shape: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def timing_spec(cfg: Mapping) -> TimingSpec:
+    check_keys(cfg, "timing")
     threads = cfg.get("threads", "auto")
     if threads == "auto":
         threads, rule = auto_threads()
     else:
         threads, rule = positive_int(threads, "timing.threads"), "set: timing.threads"
+        if threads > usable_cores():  # oversubscribed threads time the scheduler, not the op
+            raise ConfigError(f"timing.threads: {threads} is more than the {usable_cores()} "
+                              "cores this process may use; accepted: 1 to "
+                              f"{usable_cores()}, or auto")
     budget = cfg.get("budget_s")
     if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
         raise ConfigError(f"timing.budget_s: {budget!r} is not a positive number of seconds")
@@ -149,7 +189,7 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
         max_samples=positive_int(cfg.get("max_samples"), "timing.max_samples"),
         warmup_calls=positive_int(cfg.get("warmup_calls"), "timing.warmup_calls"),
         compile_warmup_calls=positive_int(cfg.get("compile_warmup_calls"), "timing.compile_warmup_calls"),
-        l2_flush=bool(cfg.get("l2_flush", True)), threads=threads,
+        l2_flush=boolean(cfg.get("l2_flush", True), "timing.l2_flush"), threads=threads,
         rounds=positive_int(cfg.get("rounds", 5), "timing.rounds"), threads_rule=rule,
     )
     if spec.max_samples < spec.min_samples:
@@ -159,17 +199,20 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
 
 
 def profile_spec(cfg: Mapping) -> ProfileSpec:
+    check_keys(cfg, "profile")
     return ProfileSpec(
-        enabled=bool(cfg.get("enabled", True)),
-        wait=int(cfg.get("wait", 1)), warmup=int(cfg.get("warmup", 1)),
+        enabled=boolean(cfg.get("enabled", True), "profile.enabled"),
+        wait=non_negative_int(cfg.get("wait", 1), "profile.wait"),
+        warmup=non_negative_int(cfg.get("warmup", 1), "profile.warmup"),
         active=positive_int(cfg.get("active", 3), "profile.active"),
-        record_shapes=bool(cfg.get("record_shapes", True)),
+        record_shapes=boolean(cfg.get("record_shapes", True), "profile.record_shapes"),
         row_limit=positive_int(cfg.get("row_limit", 25), "profile.row_limit"),
     )
 
 
 def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
     """`cfg` is the composed config as plain dicts and lists (OmegaConf.to_container)."""
+    check_keys(cfg, "config")
     device = resolve_device(cfg.get("device", "auto"))
     seed = cfg.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -180,7 +223,7 @@ def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
         timing=timing_spec(_require(cfg, "timing", "config")),
         profile=profile_spec(_require(cfg, "profile", "config")),
         seed=seed,
-        calibrate=bool(cfg.get("calibrate", True)),
-        progress=bool(cfg.get("progress", True)),
+        calibrate=boolean(cfg.get("calibrate", True), "calibrate"),
+        progress=boolean(cfg.get("progress", True), "progress"),
         out_dir=Path(out_dir),
     )

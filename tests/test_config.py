@@ -93,6 +93,22 @@ def test_device_cuda_without_gpu_is_a_clear_error():
     ("suite.sizes=[]", r"suite.sizes: expected a non-empty list"),
     ("device=tpu", r"device: 'tpu' is not a device; accepted: auto, cpu, cuda"),
     ("timing.budget_s=0", r"timing.budget_s: 0 is not a positive number"),
+    # Strict inputs: a switch is true or false, every key is known, nothing is listed twice,
+    # the profile schedule counts steps, threads fit the cores, a shape the op can build.
+    ("profile.enabled=off", r"profile.enabled: 'off' is not a boolean; accepted: true, false"),
+    ("calibrate=no", r"calibrate: 'no' is not a boolean"),
+    ("timing.l2_flush=1", r"timing.l2_flush: 1 is not a boolean"),
+    ("progress=yes", r"progress: 'yes' is not a boolean"),
+    ("+foo=1", r"foo: unknown key; config keys: suite, timing"),
+    ("+timing.budget=1", r"timing.budget: unknown key; timing keys: preset, budget_s"),
+    ("+suite.size=[64]", r"suite.size: unknown key"),
+    ("+profile.steps=3", r"profile.steps: unknown key"),
+    ("suite.sizes=[64,64]", r"suite.sizes: 64 is listed twice"),
+    ("suite.dtypes=[float32,float32]", r"suite.dtypes: 'float32' is listed twice"),
+    ("suite.variants=[eager,addmm,addmm]", r"suite.variants: 'addmm' is listed twice"),
+    ("profile.wait=-1", r"profile.wait: -1 is not a non-negative integer"),
+    ("profile.warmup=abc", r"profile.warmup: 'abc' is not a non-negative integer"),
+    ("timing.threads=1000", r"timing.threads: 1000 is more than the \d+ cores this process may use"),
 ])
 def test_bad_values_name_the_key_and_the_accepted_values(override, message):
     with pytest.raises(ConfigError, match=message):
@@ -120,3 +136,11 @@ def test_a_categorical_axis_from_the_command_line():
     with pytest.raises(ConfigError, match="suite.axes.norm: 'group' is not a norm; accepted: "
                                           "layer, rms"):
         spec_of("suite=norm", "suite.axes={T:[8],D:[32],norm:[group]}", "device=cpu")
+
+
+def test_axes_values_listed_twice_and_shapes_the_op_cannot_build():
+    with pytest.raises(ConfigError, match=r"suite.axes.T: 8 is listed twice"):
+        spec_of("suite=norm", "suite.axes={T:[8,8],D:[32],norm:[rms]}", "device=cpu")
+    with pytest.raises(ConfigError, match=r"suite.axes: B=1, S=16, D=60, H=7, I=32: D=60 is not "
+                                          r"divisible by H=7"):
+        spec_of("suite=block", "suite.axes={B:[1],S:[16],D:[60],H:[7],I:[32]}", "device=cpu")

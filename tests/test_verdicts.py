@@ -111,8 +111,8 @@ def test_auto_threads_leaves_one_core_free(monkeypatch):
     threads, rule = auto_threads()
     assert threads == 1 and rule.startswith("auto: 1")
     spec = timing_spec({"budget_s": 0.1, "min_samples": 2, "max_samples": 5, "warmup_calls": 1,
-                        "compile_warmup_calls": 1, "threads": 3, "rounds": 4})
-    assert (spec.threads, spec.threads_rule, spec.rounds) == (3, "set: timing.threads", 4)
+                        "compile_warmup_calls": 1, "threads": 1, "rounds": 4})
+    assert (spec.threads, spec.threads_rule, spec.rounds) == (1, "set: timing.threads", 4)
     per_round = spec.per_round()
     assert per_round.seconds == pytest.approx(0.025) and per_round.min_samples == 1
 

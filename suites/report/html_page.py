@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
@@ -45,13 +45,23 @@ def table(frame: pd.DataFrame, columns: dict[str, str], left=("case_id", "varian
         for column in columns:
             value = row.get(column)
             text = esc(value)
-            if links and column in links and isinstance(value, str) and value:
+            if links and column in links and isinstance(value, str) and inside_run(value):
                 text = f'<a href="{html.escape(value)}">{html.escape(links[column])}</a>'
             cls = "l" if column in left else ""
             cells.append(f'<td class="{cls}">{text}</td>')
         status = row.get("status", Status.OK)
         body.append(f'<tr class="{html.escape(str(status))}">{"".join(cells)}</tr>')
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def inside_run(path: str) -> bool:
+    """A link the report may render: a relative path that stays inside the run folder. A CSV
+    cell is input like any other (a rebuilt report must not carry a `javascript:` or outside
+    link someone wrote into measurements.csv)."""
+    if not path or "\\" in path or any(ord(c) < 32 for c in path):
+        return False
+    parts = PurePosixPath(path).parts
+    return (not path.startswith("/") and ":" not in parts[0] and ".." not in parts)
 
 
 def bullet_list(items) -> str:
