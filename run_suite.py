@@ -17,8 +17,10 @@ from omegaconf import DictConfig, OmegaConf
 from suites.cli_checks import check_group_choices
 from suites.errors import ConfigError
 from suites.harness.runner import run
+from suites.harness.stopping import Interrupted, stop_on_signals
 from suites.report.build import write_report
 from suites.report.summary import summary_table
+from suites.results.journal import read_state
 from suites.spec import build_run_spec
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
@@ -104,7 +106,15 @@ def main(cfg: DictConfig) -> None:
         spec = build_run_spec(OmegaConf.to_container(cfg, resolve=True), out_dir)
     except ConfigError as exc:
         fail(str(exc), out_dir)
-    result = run(spec)
+    stop_on_signals()
+    try:
+        result = run(spec)
+    except Interrupted as exc:
+        state = read_state(out_dir) or {}
+        print(f"fusebench: interrupted by {exc.name}: {state.get('done', '?')} of "
+              f"{state.get('planned', '?')} rows are in {out_dir} (run.json says interrupted)",
+              file=sys.stderr)
+        sys.exit(128 + exc.signum)
     report = write_report(out_dir)
     print(summary_table(result.frame, result.env))
     print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report}")

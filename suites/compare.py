@@ -76,7 +76,7 @@ def compare(args) -> Path:
     table = write_all(out_dir, frame, side_a, side_b, rule, summary, plot)
     print(table)
     print()
-    print("\n".join(summary))
+    print("\n".join(side_a.incomplete + side_b.incomplete + summary))
     print(f"noise floor: {rule.noise_floor:.0%} (a verdict needs the whole 95% interval of B/A "
           f"beyond 1 +- this; from {rule.min_rounds} clean rounds a side)")
     print(f"compare folder: {out_dir}")

@@ -16,6 +16,7 @@ from typing import Sequence
 import pandas as pd
 
 from suites.errors import ConfigError
+from suites.results.journal import read_state
 from suites.results.tables import (CSV_ERRORS, MEASUREMENTS_CSV, ROUNDS_CSV, SAMPLES_CSV,
                                    read_measurements)
 
@@ -29,6 +30,7 @@ class RunFiles:
     samples: pd.DataFrame | None  # None when samples.csv is absent, unreadable or not asked for
     rounds: pd.DataFrame | None   # rounds.csv, the same way
     env: dict                     # {} when env.json is absent or unreadable (an old or partial run)
+    state: dict | None = None     # run.json (journal.py); None for a run from before it existed
 
 
 def find_runs(path: Path) -> list[Path]:
@@ -69,4 +71,5 @@ def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -
     folder = Path(folder)
     return RunFiles(folder, read_measurements(folder, required),
                     _read_optional(folder, SAMPLES_CSV) if samples else None,
-                    _read_optional(folder, ROUNDS_CSV) if samples else None, read_env(folder))
+                    _read_optional(folder, ROUNDS_CSV) if samples else None, read_env(folder),
+                    read_state(folder))

@@ -1,10 +1,19 @@
 """The run folder: bad ones are one line before any work, a folder holding anything but Hydra's
 files is refused, nothing the run did not create is ever deleted, and a report links only to
 files inside its run folder."""
-import pandas as pd
+import os
+import signal
+import subprocess
+import sys
+import time
 
+import pandas as pd
+import pytest
+
+from suites.report.build import write_report
 from suites.report.html_page import inside_run, table
-from test_end_to_end import run_suite
+from suites.results.journal import read_state
+from test_end_to_end import ROOT, run_suite
 
 BAD_VALUE = "profile.wait=-1"  # any bad config value: the run stops before any work
 
@@ -53,3 +62,57 @@ def test_reports_link_only_to_files_inside_the_run_folder():
                                                             "javascript:alert(1)"]})
     page = table(frame, {"case_id": "case", "trace": "trace"}, links={"trace": "trace"})
     assert 'href="traces/a.json.gz"' in page and "href=\"javascript" not in page
+
+
+SIZES = ",".join(str(n) for n in range(16, 16 + 8 * 12, 8))  # 12 cases, 24 rows: long enough
+PLANNED = 24
+
+
+def _start_sweep(folder):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "run_suite.py"), "device=cpu", "timing=quick",
+         "calibrate=false", f"suite.sizes=[{SIZES}]", "suite.variants=[eager,addmm]",
+         "suite.dtypes=[float32]", f"hydra.run.dir={folder}"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_rows(folder, proc, rows=2, timeout=120):
+    """Until the journal holds `rows` rows (header excluded), or the run ended."""
+    file, deadline = folder / "measurements.csv", time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if file.exists() and len(file.read_text().splitlines()) > rows:
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                       (signal.SIGKILL, -9)])
+def test_a_stopped_run_keeps_every_finished_row(tmp_path, sig, code):
+    folder = tmp_path / "run"
+    proc = _start_sweep(folder)
+    _wait_for_rows(folder, proc)
+    if proc.poll() is not None:
+        pytest.skip("the sweep finished before the signal could be sent")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the signal arrived")
+    state = read_state(folder)
+    rows = pd.read_csv(folder / "measurements.csv")
+    assert proc.returncode == code, (proc.returncode, err[-3000:])
+    assert 2 <= len(rows) < PLANNED and not rows.duplicated(["case_id", "variant"]).any()
+    assert len(rows) == state["done"] and state["planned"] == PLANNED
+    samples = pd.read_csv(folder / "samples.csv")  # whole lines only, every row's samples
+    assert set(samples["case_id"]) == set(rows["case_id"])
+    # The report over what finished says the run is incomplete, and why.
+    page = write_report(folder).read_text()
+    assert "is incomplete" in page and f"{len(rows)} of {PLANNED} planned rows" in page
+    if sig == signal.SIGKILL:
+        assert state["state"] == "running"  # nobody could say otherwise: the pid is gone
+        assert "stopped without a word" in page
+    else:
+        assert state["state"] == "interrupted" and signal.Signals(sig).name in state["reason"]
+        assert f"interrupted by {signal.Signals(sig).name}: {len(rows)} of {PLANNED} rows" in err
+        assert "Traceback" not in err

@@ -19,6 +19,7 @@ import pandas as pd
 from suites.errors import ConfigError
 from suites.results.columns import KEY
 from suites.results.tables import MEASUREMENTS_CSV
+from suites.report.banner import state_line
 from suites.run_folders import find_runs, read_run
 
 
@@ -30,6 +31,7 @@ class Side:
     rows: pd.DataFrame              # measurements.csv rows of every run, plus a `run` column
     rounds: dict[tuple, np.ndarray] = field(default_factory=dict)  # key -> clean round medians
     envs: list[dict] = field(default_factory=list)                  # env.json per run
+    incomplete: list[str] = field(default_factory=list)  # a line per run that did not finish
 
 
 def _find_runs(path: Path) -> list[Path]:
@@ -79,7 +81,8 @@ def load_side(path: Path, label: str) -> Side:
     rounds: dict[tuple, np.ndarray] = {}
     for f in files:
         rounds.update(round_medians(f.samples, f.rounds))
-    return Side(label, path, runs, rows, rounds, [f.env for f in files])
+    incomplete = [f"{label}: {line}" for f in files if (line := state_line(f.folder, f.state))]
+    return Side(label, path, runs, rows, rounds, [f.env for f in files], incomplete)
 
 
 def _joined(values) -> str:

@@ -1,7 +1,12 @@
 """Run a spec: probe the peaks, then each case (its variants prepared, timed together in
-interleaved rounds, profiled); re-measure later the cases whose rounds were contended; probe the
-peaks again and keep the best; derive, find, and write the tables. One case at a time on one
-device."""
+interleaved rounds, profiled), its rows appended to the tables as it finishes; re-measure later
+the cases whose rounds were contended; probe the peaks again and keep the best; derive, find,
+and write the tables whole. One case at a time on one device.
+
+Nothing measured is lost: a case's rows are on disk when the next case starts (journal.py). A
+signal stops the run after the case in flight (stopping.py); then, or when the harness itself
+fails, the tables are written whole over the cases that finished and run.json says the run was
+interrupted or failed."""
 from __future__ import annotations
 
 import json
@@ -21,8 +26,11 @@ from suites.harness.contention import LoadMeter
 from suites.harness.derived import derive
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
 from suites.harness.progress import Progress
+from suites.harness.stopping import Interrupted, stop_if_asked
+from suites.results import atomic
 from suites.results.columns import KEY
-from suites.results.tables import write_tables
+from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
+from suites.results.tables import append_tables, write_tables
 from suites.spec import RunSpec
 
 
@@ -83,38 +91,74 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
     started = time.perf_counter()
     env = _start(spec, stream)
     spec.out_dir.mkdir(parents=True, exist_ok=True)
-    (spec.out_dir / "env.json").write_text(json.dumps(env, indent=2))
+    atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
 
     op = registry.get_op(spec.suite.name)
     variants = [registry.get_variant(op.name, name) for name in spec.suite.variants]
     cases = spec.cases()
+    state = RunState(spec.out_dir, planned=len(cases) * len(variants))
+    state.save()
     progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream)
     meter = LoadMeter(torch.device(spec.device).type, torch.device(spec.device).index or 0)
-    outcomes = []
-    for case in cases:
-        progress.start(case.id, len(variants))
-        outcome = run_case(op, variants, case, spec, meter, env.get("peaks"))
-        progress.finish(outcome.rows)
-        outcomes.append(outcome)
-    # Contention comes and goes: a case that could not get enough clean rounds is timed again
-    # once, after every other case, when the burst that spoiled it has had time to pass.
-    for outcome in [o for o in outcomes if o.needs_remeasure()]:
-        progress.again(outcome.case.id)
-        remeasure(outcome, op, variants, spec, meter, env.get("peaks"))
-        progress.finish(outcome.rows)
+    outcomes: list[CaseOutcome] = []
+    try:
+        for case in cases:
+            progress.start(case.id, len(variants))
+            outcome = run_case(op, variants, case, spec, meter, env.get("peaks"))
+            progress.finish(outcome.rows)
+            outcomes.append(outcome)
+            _journal(outcome, spec, env)
+            state.advance(len(outcome.rows))
+            stop_if_asked()  # a signal during the case: it finished, and is on disk
+        # Contention comes and goes: a case that could not get enough clean rounds is timed
+        # again once, after every other case, when the burst that spoiled it has had time to
+        # pass.
+        for outcome in [o for o in outcomes if o.needs_remeasure()]:
+            progress.again(outcome.case.id)
+            remeasure(outcome, op, variants, spec, meter, env.get("peaks"))
+            progress.finish(outcome.rows)
+            stop_if_asked()
+        if spec.calibrate:  # again, and the best of both: a probe under load reads low
+            _probe_again(spec, env)
+        stop_if_asked()
+    except (Interrupted, KeyboardInterrupt) as exc:
+        _finish(outcomes, spec, env, started)
+        name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
+        state.end(INTERRUPTED, f"{name} after {state.done} of {state.planned} rows")
+        raise
+    except BaseException as exc:  # the harness failed: keep what it measured, then fail
+        _finish(outcomes, spec, env, started)
+        state.end(FAILED, f"{type(exc).__name__}: {exc}")
+        raise
+    result = _finish(outcomes, spec, env, started)
+    state.end(COMPLETE)
+    return result
 
-    if spec.calibrate:  # again, and the best of both: a probe under load reads low
-        try:
-            env["peak_probes"].append(calibrate(spec.device, spec.suite.dtypes))
-            env["peaks"] = best_peaks(env["peak_probes"])
-        except Exception as exc:  # the sweep's rows matter more than a second probe
-            env["peak_probe_error"] = f"the end-of-run probe failed ({exc}); the first one stands"
+
+def _journal(outcome: CaseOutcome, spec: RunSpec, env: dict) -> None:
+    """A finished case's rows, derived with the peaks known so far, appended to the tables."""
+    for row in outcome.rows:
+        derive(row, env.get("peaks"))
+    samples, rounds, kernels, findings = _tables([outcome], spec)
+    append_tables(spec.out_dir, outcome.rows, kernels, samples, rounds, findings)
+
+
+def _probe_again(spec: RunSpec, env: dict) -> None:
+    try:
+        env["peak_probes"].append(calibrate(spec.device, spec.suite.dtypes))
+        env["peaks"] = best_peaks(env["peak_probes"])
+    except Exception as exc:  # the sweep's rows matter more than a second probe
+        env["peak_probe_error"] = f"the end-of-run probe failed ({exc}); the first one stands"
+
+
+def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: float) -> RunResult:
+    """Derive, find, and write every table whole over the cases that finished."""
     rows = [row for o in outcomes for row in o.rows]
     for row in rows:
         derive(row, env.get("peaks"))
     samples, rounds, kernels, findings = _tables(outcomes, spec)
     findings += row_findings(rows, spec.suite.name, spec.suite.baseline)
     env["rounds"] = rounds_summary(rounds, outcomes)
-    (spec.out_dir / "env.json").write_text(json.dumps(env, indent=2))
+    atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
     frame = write_tables(spec.out_dir, rows, kernels, samples, rounds, findings)
     return RunResult(spec, env, frame, findings, time.perf_counter() - started)

@@ -32,6 +32,7 @@ class Run:
     env: dict
     created: dt.datetime | None
     params: list[str]        # the op's parameter columns, in the file's order
+    state: dict | None = None  # run.json: an incomplete run is said in the banner
 
 
 @dataclass
@@ -64,7 +65,7 @@ def _created(env: dict) -> dt.datetime | None:
 def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
     files = read_run(path, REQUIRED, samples=False)
     rows, env = files.measurements, files.env  # no env: no peaks, no reference, oldest in dedup
-    run = Run(path, env, _created(env), param_columns(rows))
+    run = Run(path, env, _created(env), param_columns(rows), files.state)
     return run, rows.assign(run=str(path), created=run.created)
 
 

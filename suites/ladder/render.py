@@ -119,7 +119,8 @@ def _dropped_display(collection) -> pd.DataFrame:
 def summary(ladder) -> str:
     """What collect prints: the ladder table and each suite's sentences."""
     c = ladder.collection
-    parts = [f"> {line}" for line in banner_lines([r.env for r in c.runs], c.rows)]
+    parts = [f"> {line}" for line in banner_lines([r.env for r in c.runs], c.rows,
+                                                     [(r.path, r.state) for r in c.runs])]
     parts += ["## Ladder: each block at its reference shape", "",
              md_table(ladder_display(ladder.table), LADDER), ""]
     for part in ladder.suites:
@@ -169,5 +170,6 @@ def html(ladder) -> str:
     sections.append(("Run folders", hp.table(display(runs_frame(c), RUNS), RUNS, left=TEXT_COLUMNS)))
     meta = _html.escape(f"{len(c.runs)} run folder(s) under {c.root}; "
                         f"{len(c.rows)} rows; suites: {', '.join(c.suites)}")
-    banner = banner_html(banner_lines([r.env for r in c.runs], c.rows))
+    banner = banner_html(banner_lines([r.env for r in c.runs], c.rows,
+                                      [(r.path, r.state) for r in c.runs]))
     return hp.page("fusebench ladder", sections, meta, banner)

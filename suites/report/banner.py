@@ -3,10 +3,13 @@ the page less than a clean measurement, said before any number is read. Empty on
 from __future__ import annotations
 
 import html
+import os
+import socket
 
 import pandas as pd
 
 from suites.results.columns import Status
+from suites.results.journal import COMPLETE, RUNNING
 
 CSS = (".banner{background:#fff4d6;border:1px solid #e0b84a;padding:.5em 1em;margin:1em 0}"
        ".banner ul{margin:.2em 0}")
@@ -31,9 +34,38 @@ def rounds_line(summary: dict | None) -> str | None:
     return text + "."
 
 
-def banner_lines(envs: list[dict], frame: pd.DataFrame) -> list[str]:
-    """What the banner says for the runs behind a page (one run for report.html)."""
-    lines = list(dict.fromkeys(e["warning"] for e in envs if e.get("warning")))
+def state_line(folder, state: dict | None) -> str | None:
+    """`run X is incomplete: interrupted (SIGINT after 12 of 32 rows)`; None when complete (or
+    from before run.json existed)."""
+    if not state or state.get("state") == COMPLETE:
+        return None
+    done, planned = state.get("done", "?"), state.get("planned", "?")
+    what = state.get("state", "?")
+    if what == RUNNING and not _alive(state.get("pid"), state.get("host")):
+        what = "stopped without a word (killed, or the machine went down)"
+    elif what == RUNNING:
+        what = "still running"
+    reason = f": {state['reason']}" if state.get("reason") else ""
+    return (f"run {folder} is incomplete, {what}{reason}; its tables hold {done} of {planned} "
+            "planned rows.")
+
+
+def _alive(pid, host) -> bool:
+    """Whether the run's process still runs (on this machine; another host's is unknown)."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, TypeError, ValueError):
+        return False
+    return True
+
+
+def banner_lines(envs: list[dict], frame: pd.DataFrame, states=()) -> list[str]:
+    """What the banner says for the runs behind a page (one run for report.html); `states`:
+    (folder, run.json) of each run."""
+    lines = [line for folder, state in states if (line := state_line(folder, state))]
+    lines += list(dict.fromkeys(e["warning"] for e in envs if e.get("warning")))
     lines += [line for e in envs if (line := rounds_line(e.get("rounds")))]
     noisy = frame[frame["status"] == Status.NOISY]
     if len(noisy):

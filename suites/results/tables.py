@@ -9,6 +9,7 @@ from typing import Sequence
 import pandas as pd
 
 from suites.errors import ConfigError
+from suites.results import atomic, journal
 from suites.results.columns import (BY_NAME, FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING,
                                     METRICS, ROUND_COLUMNS, SAMPLE_COLUMNS, Status, column, empty, numeric)
 from suites.results.row import ResultRow
@@ -26,17 +27,35 @@ def measurements_frame(rows: Sequence[ResultRow]) -> pd.DataFrame:
     return pd.DataFrame([row.record() for row in rows], columns=columns)
 
 
-def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
-                 round_rows, finding_rows) -> pd.DataFrame:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    frame = measurements_frame(rows)
-    frame.to_csv(out_dir / MEASUREMENTS_CSV, index=False)
+def table_frames(rows: Sequence[ResultRow], kernel_rows, sample_rows, round_rows,
+                 finding_rows) -> dict[str, pd.DataFrame]:
+    """file name -> its table, for the rows given."""
+    frames = {MEASUREMENTS_CSV: measurements_frame(rows)}
     for name, columns, records in ((KERNELS_CSV, KERNEL_COLUMNS, kernel_rows),
                                    (SAMPLES_CSV, SAMPLE_COLUMNS, sample_rows),
                                    (ROUNDS_CSV, ROUND_COLUMNS, round_rows),
                                    (FINDINGS_CSV, FINDING_COLUMNS, finding_rows)):
-        pd.DataFrame(records, columns=list(columns)).to_csv(out_dir / name, index=False)
-    return frame
+        frames[name] = pd.DataFrame(records, columns=list(columns))
+    return frames
+
+
+def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
+                 round_rows, finding_rows) -> pd.DataFrame:
+    """Every table, whole, each replacing its file atomically (suites/results/atomic.py)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows)
+    for name, frame in frames.items():
+        with atomic.replacing(out_dir / name) as tmp:
+            frame.to_csv(tmp, index=False)
+    return frames[MEASUREMENTS_CSV]
+
+
+def append_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
+                  round_rows, finding_rows) -> None:
+    """One case's rows at the end of every table, on disk when it returns (journal.py)."""
+    for name, frame in table_frames(rows, kernel_rows, sample_rows, round_rows,
+                                    finding_rows).items():
+        journal.append(out_dir / name, frame)
 
 
 def param_columns(frame: pd.DataFrame) -> list[str]:

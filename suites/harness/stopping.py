@@ -1,0 +1,45 @@
+"""Stopping a run on SIGINT or SIGTERM without losing or cutting anything.
+
+The signal handler only takes note; the runner stops at its next check (`stop_if_asked`, after
+each case), so the case in flight finishes and its rows reach the disk whole. Raising from the
+handler itself is not safe: a signal that lands inside torch.compile's frame-evaluation
+callback has its exception dropped there, and the run went on as if nothing had happened. A
+second signal takes the default action and stops the process at once, for a case that will
+not finish."""
+from __future__ import annotations
+
+import signal
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """A signal stopped the run; what was measured is on disk. A BaseException, so no
+    `except Exception` on the way up swallows it."""
+
+    def __init__(self, signum: int):
+        self.signum, self.name = signum, signal.Signals(signum).name
+        super().__init__(self.name)
+
+
+_asked: Interrupted | None = None
+
+
+def _handler(signum, frame) -> None:
+    global _asked
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    _asked = Interrupted(signum)
+
+
+def stop_on_signals() -> None:
+    global _asked
+    _asked = None
+    for sig in SIGNALS:
+        signal.signal(sig, _handler)
+
+
+def stop_if_asked() -> None:
+    """Raise Interrupted if a signal came since stop_on_signals()."""
+    if _asked is not None:
+        raise _asked

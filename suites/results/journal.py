@@ -1,0 +1,72 @@
+"""A run's rows on disk as they are measured, and its state in run.json.
+
+Each finished case appends its rows to measurements.csv, kernels.csv, samples.csv, rounds.csv
+and findings.csv, flushed to disk, so a crash, a kill -9 or a full disk loses at most the case
+in flight. At the end of the run (or when it is interrupted) the tables are written once more,
+whole and atomically, with the run's final figures (the end-of-run peak probe, findings across
+rows). run.json says what was planned, how much is done, and whether the run is running,
+complete, interrupted or failed, with times, host and pid; readers check a folder by it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from suites.results import atomic
+
+RUN_JSON = "run.json"
+RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass
+class RunState:
+    """run.json's content, rewritten atomically whenever it changes."""
+
+    folder: Path
+    planned: int  # (case, variant) rows the config asks for
+    done: int = 0
+    state: str = RUNNING
+    started: str = field(default_factory=_now)
+    finished: str | None = None
+    reason: str = ""  # why it stopped, when it did not complete
+
+    def save(self) -> None:
+        record = {"state": self.state, "planned": self.planned, "done": self.done,
+                  "started": self.started, "finished": self.finished, "reason": self.reason,
+                  "host": socket.gethostname(), "pid": os.getpid()}
+        atomic.write_text(self.folder / RUN_JSON, json.dumps(record, indent=2) + "\n")
+
+    def advance(self, rows: int) -> None:
+        self.done += rows
+        self.save()
+
+    def end(self, state: str, reason: str = "") -> None:
+        self.state, self.reason, self.finished = state, reason, _now()
+        self.save()
+
+
+def read_state(folder: Path) -> dict | None:
+    """run.json of a run folder; None for a run from before it existed, or one unreadable."""
+    try:
+        return json.loads((Path(folder) / RUN_JSON).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def append(path: Path, frame: pd.DataFrame) -> None:
+    """Rows at the end of a CSV (its header first if the file is new), on disk when it returns."""
+    new = not path.exists()
+    with open(path, "a", encoding="utf-8", newline="") as f:
+        frame.to_csv(f, header=new, index=False)
+        f.flush()
+        os.fsync(f.fileno())
