@@ -103,12 +103,14 @@ def test_a_stopped_run_keeps_every_finished_row(tmp_path, sig, code):
     rows = pd.read_csv(folder / "measurements.csv")
     assert proc.returncode == code, (proc.returncode, err[-3000:])
     assert 2 <= len(rows) < PLANNED and not rows.duplicated(["case_id", "variant"]).any()
-    assert len(rows) == state["done"] and state["planned"] == PLANNED
+    assert state["planned"] == PLANNED
+    # A kill can land between a case's rows reaching the tables and run.json counting them.
+    assert state["done"] <= len(rows) <= state["done"] + (2 if sig == signal.SIGKILL else 0)
     samples = pd.read_csv(folder / "samples.csv")  # whole lines only, every row's samples
     assert set(samples["case_id"]) == set(rows["case_id"])
     # The report over what finished says the run is incomplete, and why.
     page = write_report(folder).read_text()
-    assert "is incomplete" in page and f"{len(rows)} of {PLANNED} planned rows" in page
+    assert "is incomplete" in page and f"{state['done']} of its {PLANNED} planned rows" in page
     if sig == signal.SIGKILL:
         assert state["state"] == "running"  # nobody could say otherwise: the pid is gone
         assert "stopped without a word" in page

@@ -46,8 +46,8 @@ def state_line(folder, state: dict | None) -> str | None:
     elif what == RUNNING:
         what = "still running"
     reason = f": {state['reason']}" if state.get("reason") else ""
-    return (f"run {folder} is incomplete, {what}{reason}; its tables hold {done} of {planned} "
-            "planned rows.")
+    return (f"run {folder} is incomplete, {what}{reason}; {done} of its {planned} planned rows "
+            "were done (a row the run was writing when it was killed may be there too).")
 
 
 def _alive(pid, host) -> bool:

@@ -12,6 +12,7 @@ from kernels.base import Op
 from suites.errors import ConfigError
 from suites.report import html_page as hp
 from suites.report.banner import banner_html, banner_lines
+from suites.results import atomic
 from suites.results.journal import read_state
 from suites.report.conventions import conventions_html
 from suites.report.narrative import case_lines, headline
@@ -103,5 +104,5 @@ def write_report(run_dir: Path) -> Path:
     title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"
     banner = banner_html(banner_lines([env], frame, [(run_dir, read_state(run_dir))]))
-    path.write_text(hp.page(title, sections, _meta(env), banner), encoding="utf-8")
+    atomic.write_text(path, hp.page(title, sections, _meta(env), banner))
     return path

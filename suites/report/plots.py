@@ -12,6 +12,7 @@ from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from kernels.base import DTYPE_SHORT, as_value  # noqa: E402
+from suites.results import atomic  # noqa: E402
 from suites.results.columns import Status  # noqa: E402
 
 
@@ -42,7 +43,8 @@ def _save(fig, path: Path) -> Path:
                ncol=min(len(labels), 6), fontsize=8, frameon=False)
     rows = -(-len(labels) // 6)
     fig.tight_layout(rect=(0, 0, 1, 0.93 - 0.04 * rows))
-    fig.savefig(path, dpi=110)
+    with atomic.replacing(path) as tmp:  # never a cut PNG (suites/results/atomic.py)
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return path
 

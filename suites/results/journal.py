@@ -65,8 +65,11 @@ def read_state(folder: Path) -> dict | None:
 
 def append(path: Path, frame: pd.DataFrame) -> None:
     """Rows at the end of a CSV (its header first if the file is new), on disk when it returns."""
-    new = not path.exists()
-    with open(path, "a", encoding="utf-8", newline="") as f:
-        frame.to_csv(f, header=new, index=False)
-        f.flush()
-        os.fsync(f.fileno())
+    text = frame.to_csv(header=not path.exists(), index=False).encode("utf-8")
+    # One write call for the case's rows: a kill lands before or after it, not inside a row.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, text)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
