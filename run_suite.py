@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from suites.harness.stopping import Interrupted, stop_on_signals
 from suites.report.build import write_report
 from suites.report.summary import summary_table
 from suites.results.journal import read_state
-from suites.spec import build_run_spec
+from suites.spec import build_run_spec, resume_problem
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
@@ -63,6 +64,12 @@ def _given_run_dir(argv: list[str]) -> str | None:
     return None
 
 
+def resume_args(out_dir: Path) -> list[str]:
+    """This command's overrides, with resume=true and the run folder, quoted for a shell."""
+    kept = [a for a in sys.argv[1:] if not a.startswith(("hydra.run.dir=", "resume="))]
+    return [shlex.quote(a) for a in kept + ["resume=true", f"hydra.run.dir={out_dir}"]]
+
+
 def check_run_dir_creatable(given: str | None) -> None:
     """Before Hydra makes the folder (its own error is a traceback): the nearest existing
     folder above it must be a writable folder."""
@@ -83,13 +90,18 @@ def check_run_dir_creatable(given: str | None) -> None:
                           "for results")
 
 
-def check_run_dir(out_dir: Path) -> None:
-    """The run folder must be a folder of its own, writable, and hold no other run."""
+def check_run_dir(out_dir: Path, spec) -> None:
+    """The run folder must be a folder of its own, writable, and hold no other run (or, to
+    resume, the interrupted run of the same config)."""
+    if spec.resume:
+        problem = resume_problem(read_state(out_dir), spec.config)
+        if problem:
+            raise ConfigError(f"resume=true: {out_dir} {problem}")
     left = sorted(p.name for p in out_dir.iterdir() if p.name not in HYDRA_FILES)
-    if left:
+    if left and not spec.resume:
         raise ConfigError(f"hydra.run.dir={out_dir}: the folder is not empty ({', '.join(left[:4])}"
-                          f"{' ...' if len(left) > 4 else ''}); give a new folder: a run never "
-                          "mixes its files with another's")
+                          f"{' ...' if len(left) > 4 else ''}); give a new folder (a run never "
+                          "mixes its files with another's), or resume=true to finish the run in it")
     probe = out_dir / ".write_probe"
     try:
         probe.write_text("")
@@ -102,8 +114,8 @@ def check_run_dir(out_dir: Path) -> None:
 def main(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        check_run_dir(out_dir)
         spec = build_run_spec(OmegaConf.to_container(cfg, resolve=True), out_dir)
+        check_run_dir(out_dir, spec)
     except ConfigError as exc:
         fail(str(exc), out_dir)
     stop_on_signals()
@@ -112,8 +124,8 @@ def main(cfg: DictConfig) -> None:
     except Interrupted as exc:
         state = read_state(out_dir) or {}
         print(f"fusebench: interrupted by {exc.name}: {state.get('done', '?')} of "
-              f"{state.get('planned', '?')} rows are in {out_dir} (run.json says interrupted)",
-              file=sys.stderr)
+              f"{state.get('planned', '?')} rows are in {out_dir}; to finish it: python "
+              f"run_suite.py {' '.join(resume_args(out_dir))}", file=sys.stderr)
         sys.exit(128 + exc.signum)
     report = write_report(out_dir)
     print(summary_table(result.frame, result.env))

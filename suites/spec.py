@@ -5,7 +5,7 @@ profiling/capture.py); this module only builds them from the config."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -14,6 +14,7 @@ import torch
 from kernels import registry
 from kernels.base import DTYPES, Case, Value
 from suites.errors import ConfigError
+from suites.results.journal import COMPLETE, still_running
 from suites.harness.timing import TimingSpec
 from suites.profiling.capture import ProfileSpec
 from suites.shape_config import (axes_shapes, boolean, no_duplicates, non_negative_int,
@@ -24,7 +25,8 @@ DEVICES = ("auto", "cpu", "cuda")
 # Every key each section may hold: a misspelt or `+new_key` override would otherwise be ignored
 # and the run would go ahead without what the user asked for.
 KNOWN_KEYS = {
-    "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress"),
+    "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
+               "resume"),
     "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
                "compile_warmup_calls", "l2_flush", "rounds", "threads"),
@@ -60,6 +62,8 @@ class RunSpec:
     calibrate: bool
     progress: bool
     out_dir: Path
+    resume: bool = False  # keep the finished cases of an interrupted run in out_dir
+    config: dict = field(default_factory=dict)  # the resolved config, for run.json
 
     def cases(self) -> list[Case]:
         return [Case(self.suite.name, shape, dtype, self.device, self.seed)
@@ -226,4 +230,32 @@ def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
         calibrate=boolean(cfg.get("calibrate", True), "calibrate"),
         progress=boolean(cfg.get("progress", True), "progress"),
         out_dir=Path(out_dir),
+        resume=boolean(cfg.get("resume", False), "resume"),
+        config={k: v for k, v in cfg.items() if k != "resume"},
     )
+
+
+def resume_problem(state: dict | None, config: dict) -> str | None:
+    """Why a run folder cannot be resumed with this config, or None: it must hold a run that
+    did not complete, made with the same resolved config (a different grid or timing would mix
+    two experiments in one table)."""
+    if state is None:
+        return "holds no run.json: nothing to resume (or a run from before resume existed)"
+    if state.get("state") == COMPLETE:
+        return "its run is complete: nothing to resume"
+    if still_running(state):
+        return f"its run is still running (pid {state.get('pid')}): stop it first"
+    return _first_difference(state.get("config") or {}, config, "")
+
+
+def _first_difference(then, now, where: str) -> str | None:
+    if isinstance(then, dict) and isinstance(now, dict):
+        for key in list(then) + [k for k in now if k not in then]:
+            found = _first_difference(then.get(key), now.get(key), f"{where}.{key}".lstrip("."))
+            if found:
+                return found
+        return None
+    if then != now:
+        return (f"the interrupted run had {where}={then!r}, this one {now!r}: give the same "
+                "overrides to resume")
+    return None

@@ -2,6 +2,7 @@
 files is refused, nothing the run did not create is ever deleted, and a report links only to
 files inside its run folder."""
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -68,13 +69,15 @@ SIZES = ",".join(str(n) for n in range(16, 16 + 8 * 12, 8))  # 12 cases, 24 rows
 PLANNED = 24
 
 
+SWEEP = ["device=cpu", "timing=quick", "calibrate=false", f"suite.sizes=[{SIZES}]",
+         "suite.variants=[eager,addmm]", "suite.dtypes=[float32]"]
+
+
 def _start_sweep(folder):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("TRITON_INTERPRET", None)
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "run_suite.py"), "device=cpu", "timing=quick",
-         "calibrate=false", f"suite.sizes=[{SIZES}]", "suite.variants=[eager,addmm]",
-         "suite.dtypes=[float32]", f"hydra.run.dir={folder}"],
+        [sys.executable, str(ROOT / "run_suite.py"), *SWEEP, f"hydra.run.dir={folder}"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -118,3 +121,36 @@ def test_a_stopped_run_keeps_every_finished_row(tmp_path, sig, code):
         assert state["state"] == "interrupted" and signal.Signals(sig).name in state["reason"]
         assert f"interrupted by {signal.Signals(sig).name}: {len(rows)} of {PLANNED} rows" in err
         assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_run_resumes_to_exactly_the_planned_rows(tmp_path, sig):
+    folder = tmp_path / "run"
+    proc = _start_sweep(folder)
+    _wait_for_rows(folder, proc)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the signal arrived")
+    kept = pd.read_csv(folder / "measurements.csv")
+    if sig == signal.SIGINT:  # the run says how to finish it
+        command = err.strip().splitlines()[-1].split("to finish it: python run_suite.py ", 1)[1]
+        assert "resume=true" in command and f"hydra.run.dir={folder}" in command
+    else:  # killed: nothing was said, and run.json still says running
+        command = shlex.join([*SWEEP, "resume=true", f"hydra.run.dir={folder}"])
+    # Another config is refused by name; then the same one finishes the run.
+    other = run_suite("device=cpu", "timing=quick", "calibrate=false", "suite.sizes=[16]",
+                      "resume=true", f"hydra.run.dir={folder}")
+    one_line_error(other, "suite.sizes=[16, 24")
+    done = run_suite(*shlex.split(command))
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = pd.read_csv(folder / "measurements.csv")
+    assert len(rows) == PLANNED and not rows.duplicated(["case_id", "variant"]).any()
+    assert read_state(folder)["state"] == "complete"
+    before = kept.set_index(["case_id", "variant"])["median_us"]
+    after = rows.set_index(["case_id", "variant"]).loc[before.index, "median_us"]
+    assert (after == before).all()  # the finished rows were kept, not measured again
+    samples = pd.read_csv(folder / "samples.csv")
+    assert set(samples["case_id"]) == set(rows["case_id"])
+    again = run_suite(*shlex.split(command))
+    one_line_error(again, "its run is complete: nothing to resume")

@@ -30,7 +30,9 @@ from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.results import atomic
 from suites.results.columns import KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
-from suites.results.tables import append_tables, write_tables
+from suites.results.resume import Previous, read_previous
+from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, ROUNDS_CSV, SAMPLES_CSV,
+                                   append_tables, write_tables)
 from suites.spec import RunSpec
 
 
@@ -96,8 +98,13 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
     op = registry.get_op(spec.suite.name)
     variants = [registry.get_variant(op.name, name) for name in spec.suite.variants]
     cases = spec.cases()
-    state = RunState(spec.out_dir, planned=len(cases) * len(variants))
+    previous = read_previous(spec.out_dir, len(variants)) if spec.resume else Previous()
+    state = RunState(spec.out_dir, planned=len(cases) * len(variants), config=spec.config,
+                     done=len(previous.rows))
     state.save()
+    if spec.resume:  # the kept cases alone, whole; the rest is measured and appended
+        _write(spec, previous.rows, previous.tables)
+        cases = [c for c in cases if c.id not in previous.cases]
     progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream)
     meter = LoadMeter(torch.device(spec.device).type, torch.device(spec.device).index or 0)
     outcomes: list[CaseOutcome] = []
@@ -122,15 +129,15 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
             _probe_again(spec, env)
         stop_if_asked()
     except (Interrupted, KeyboardInterrupt) as exc:
-        _finish(outcomes, spec, env, started)
+        _finish(outcomes, spec, env, started, previous)
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
         state.end(INTERRUPTED, f"{name} after {state.done} of {state.planned} rows")
         raise
     except BaseException as exc:  # the harness failed: keep what it measured, then fail
-        _finish(outcomes, spec, env, started)
+        _finish(outcomes, spec, env, started, previous)
         state.end(FAILED, f"{type(exc).__name__}: {exc}")
         raise
-    result = _finish(outcomes, spec, env, started)
+    result = _finish(outcomes, spec, env, started, previous)
     state.end(COMPLETE)
     return result
 
@@ -151,14 +158,28 @@ def _probe_again(spec: RunSpec, env: dict) -> None:
         env["peak_probe_error"] = f"the end-of-run probe failed ({exc}); the first one stands"
 
 
-def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: float) -> RunResult:
-    """Derive, find, and write every table whole over the cases that finished."""
-    rows = [row for o in outcomes for row in o.rows]
+def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: float,
+            previous: Previous) -> RunResult:
+    """Derive, find, and write every table whole over the cases that finished (and, on a
+    resumed run, those the interrupted run had finished)."""
+    rows = previous.rows + [row for o in outcomes for row in o.rows]
+    order = {case.id: i for i, case in enumerate(spec.cases())}  # a resumed run: sweep order
+    rows.sort(key=lambda row: order.get(row.case_id, len(order)))
     for row in rows:
         derive(row, env.get("peaks"))
     samples, rounds, kernels, findings = _tables(outcomes, spec)
+    kept = previous.tables
+    samples, rounds = kept.get(SAMPLES_CSV, []) + samples, kept.get(ROUNDS_CSV, []) + rounds
+    kernels, findings = kept.get(KERNELS_CSV, []) + kernels, kept.get(FINDINGS_CSV, []) + findings
     findings += row_findings(rows, spec.suite.name, spec.suite.baseline)
     env["rounds"] = rounds_summary(rounds, outcomes)
     atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
-    frame = write_tables(spec.out_dir, rows, kernels, samples, rounds, findings)
+    frame = _write(spec, rows, {SAMPLES_CSV: samples, ROUNDS_CSV: rounds, KERNELS_CSV: kernels,
+                                FINDINGS_CSV: findings})
     return RunResult(spec, env, frame, findings, time.perf_counter() - started)
+
+
+def _write(spec: RunSpec, rows, tables: dict[str, list]) -> pd.DataFrame:
+    return write_tables(spec.out_dir, rows, tables.get(KERNELS_CSV, []),
+                        tables.get(SAMPLES_CSV, []), tables.get(ROUNDS_CSV, []),
+                        tables.get(FINDINGS_CSV, []))

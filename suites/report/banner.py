@@ -3,13 +3,11 @@ the page less than a clean measurement, said before any number is read. Empty on
 from __future__ import annotations
 
 import html
-import os
-import socket
 
 import pandas as pd
 
 from suites.results.columns import Status
-from suites.results.journal import COMPLETE, RUNNING
+from suites.results.journal import COMPLETE, RUNNING, still_running
 
 CSS = (".banner{background:#fff4d6;border:1px solid #e0b84a;padding:.5em 1em;margin:1em 0}"
        ".banner ul{margin:.2em 0}")
@@ -41,24 +39,13 @@ def state_line(folder, state: dict | None) -> str | None:
         return None
     done, planned = state.get("done", "?"), state.get("planned", "?")
     what = state.get("state", "?")
-    if what == RUNNING and not _alive(state.get("pid"), state.get("host")):
+    if what == RUNNING and not still_running(state):
         what = "stopped without a word (killed, or the machine went down)"
     elif what == RUNNING:
         what = "still running"
     reason = f": {state['reason']}" if state.get("reason") else ""
     return (f"run {folder} is incomplete, {what}{reason}; {done} of its {planned} planned rows "
             "were done (a row the run was writing when it was killed may be there too).")
-
-
-def _alive(pid, host) -> bool:
-    """Whether the run's process still runs (on this machine; another host's is unknown)."""
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, TypeError, ValueError):
-        return False
-    return True
 
 
 def banner_lines(envs: list[dict], frame: pd.DataFrame, states=()) -> list[str]:

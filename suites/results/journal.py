@@ -39,11 +39,12 @@ class RunState:
     started: str = field(default_factory=_now)
     finished: str | None = None
     reason: str = ""  # why it stopped, when it did not complete
+    config: dict = field(default_factory=dict)  # the resolved config: a resume must match it
 
     def save(self) -> None:
         record = {"state": self.state, "planned": self.planned, "done": self.done,
                   "started": self.started, "finished": self.finished, "reason": self.reason,
-                  "host": socket.gethostname(), "pid": os.getpid()}
+                  "host": socket.gethostname(), "pid": os.getpid(), "config": self.config}
         atomic.write_text(self.folder / RUN_JSON, json.dumps(record, indent=2) + "\n")
 
     def advance(self, rows: int) -> None:
@@ -73,3 +74,17 @@ def append(path: Path, frame: pd.DataFrame) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def still_running(state: dict) -> bool:
+    """A `running` run.json whose process is alive (on this machine; another host's run is
+    taken to be alive: it cannot be checked from here)."""
+    if state.get("state") != RUNNING:
+        return False
+    if state.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(state.get("pid")), 0)
+    except (OSError, TypeError, ValueError):
+        return False
+    return True

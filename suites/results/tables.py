@@ -52,10 +52,11 @@ def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_r
 
 def append_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
                   round_rows, finding_rows) -> None:
-    """One case's rows at the end of every table, on disk when it returns (journal.py)."""
-    for name, frame in table_frames(rows, kernel_rows, sample_rows, round_rows,
-                                    finding_rows).items():
-        journal.append(out_dir / name, frame)
+    """One case's rows at the end of every table, on disk when it returns (journal.py);
+    measurements.csv last, so a case found there has all its other rows too."""
+    frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows)
+    for name in sorted(frames, key=lambda n: n == MEASUREMENTS_CSV):
+        journal.append(out_dir / name, frames[name])
 
 
 def param_columns(frame: pd.DataFrame) -> list[str]:

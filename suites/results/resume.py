@@ -1,0 +1,53 @@
+"""What an interrupted run already measured, read back to be kept when it is resumed.
+
+The journal writes a case's rows together (journal.py), so a case is either in the tables with
+all its rows or not at all; the cases found whole are kept as they are and not measured again.
+A case with only some of its rows (a kill while the tables were being written whole) is
+measured again and its partial rows dropped. Findings across rows (above_peak,
+passes_disagree, rounds_dropped) are dropped too: the resumed run finds them again over every
+row."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from suites.results.columns import KEY
+from suites.results.row import ResultRow
+from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, KERNELS_CSV, ROUNDS_CSV,
+                                   SAMPLES_CSV, param_columns, read_measurements)
+
+CROSS_ROW_CODES = ("above_peak", "passes_disagree", "rounds_dropped")
+
+
+@dataclass
+class Previous:
+    cases: set[str] = field(default_factory=set)  # case ids kept whole
+    rows: list[ResultRow] = field(default_factory=list)
+    tables: dict[str, list[dict]] = field(default_factory=dict)  # file name -> kept records
+
+
+def read_previous(folder: Path, variants_per_case: int) -> Previous:
+    """The whole cases of an interrupted run in `folder`; an empty Previous if it wrote none."""
+    folder = Path(folder)
+    if not (folder / "measurements.csv").exists():
+        return Previous()
+    frame = read_measurements(folder)
+    frame = frame.drop_duplicates(list(KEY), keep="last")
+    counts = frame.groupby("case_id")["variant"].nunique()
+    whole = set(counts[counts == variants_per_case].index)
+    kept = frame[frame["case_id"].isin(whole)]
+    params = param_columns(kept)
+    rows = [ResultRow.from_record(r, params) for r in kept.to_dict("records")]
+    tables = {}
+    for name in (SAMPLES_CSV, ROUNDS_CSV, KERNELS_CSV, FINDINGS_CSV):
+        try:
+            table = pd.read_csv(folder / name)
+        except (FileNotFoundError, *CSV_ERRORS):
+            table = pd.DataFrame(columns=list(KEY))
+        table = table[table["case_id"].isin(whole)]
+        if name == FINDINGS_CSV and "code" in table:
+            table = table[~table["code"].isin(CROSS_ROW_CODES)]
+        tables[name] = table.to_dict("records")
+    return Previous(whole, rows, tables)
