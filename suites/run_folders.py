@@ -17,8 +17,9 @@ import pandas as pd
 
 from suites.errors import ConfigError
 from suites.results.journal import read_state
-from suites.results.tables import (CSV_ERRORS, MEASUREMENTS_CSV, ROUNDS_CSV, SAMPLES_CSV,
-                                   read_measurements)
+from suites.results.columns import KEY
+from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
+                                   SAMPLES_CSV, read_measurements)
 
 ENV = "env.json"
 
@@ -31,6 +32,7 @@ class RunFiles:
     rounds: pd.DataFrame | None   # rounds.csv, the same way
     env: dict                     # {} when env.json is absent or unreadable (an old or partial run)
     state: dict | None = None     # run.json (journal.py); None for a run from before it existed
+    problems: list = None         # what does not add up in the folder (table_problems)
 
 
 def find_runs(path: Path) -> list[Path]:
@@ -69,7 +71,24 @@ def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -
     """One run folder's files; `samples=False` skips samples.csv and rounds.csv (the largest,
     often unneeded)."""
     folder = Path(folder)
-    return RunFiles(folder, read_measurements(folder, required),
+    measurements, state = read_measurements(folder, required), read_state(folder)
+    return RunFiles(folder, measurements,
                     _read_optional(folder, SAMPLES_CSV) if samples else None,
                     _read_optional(folder, ROUNDS_CSV) if samples else None, read_env(folder),
-                    read_state(folder))
+                    state, table_problems(folder, measurements, state))
+
+
+def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None) -> list[str]:
+    """What does not add up: rows against run.json's count, rows twice, files missing."""
+    folder, problems = Path(folder), []
+    if state and state.get("state") == "complete" and len(measurements) != state.get("done"):
+        problems.append(f"{folder}: {MEASUREMENTS_CSV} holds {len(measurements)} rows where "
+                        f"run.json counted {state.get('done')} written: cut or edited")
+    twice = int(measurements.duplicated(list(KEY)).sum()) if set(KEY) <= set(measurements) else 0
+    if twice:
+        problems.append(f"{folder}: {twice} row(s) of {MEASUREMENTS_CSV} are there twice")
+    for name in (ENV, FINDINGS_CSV):
+        if not (folder / name).is_file():
+            problems.append(f"{folder}: no {name} (machine, versions and peaks unknown)"
+                            if name == ENV else f"{folder}: no {name}: no findings to show")
+    return problems

@@ -3,6 +3,7 @@ files is refused, nothing the run did not create is ever deleted, and a report l
 files inside its run folder."""
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -154,3 +155,34 @@ def test_an_interrupted_run_resumes_to_exactly_the_planned_rows(tmp_path, sig):
     assert set(samples["case_id"]) == set(rows["case_id"])
     again = run_suite(*shlex.split(command))
     one_line_error(again, "its run is complete: nothing to resume")
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("small") / "run"
+    done = run_suite("device=cpu", "timing=quick", "calibrate=false", "suite.sizes=[16]",
+                     "suite.variants=[eager,addmm]", "suite.dtypes=[float32]",
+                     f"hydra.run.dir={folder}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return folder
+
+
+def test_a_report_builds_without_findings_or_env_and_says_so(small_run, tmp_path):
+    folder = tmp_path / "copy"
+    shutil.copytree(small_run, folder)
+    (folder / "findings.csv").unlink()
+    (folder / "env.json").unlink()
+    page = write_report(folder).read_text()
+    assert "no findings.csv: no findings to show" in page and "no env.json" in page
+
+
+def test_readers_name_a_cut_table(small_run, tmp_path, capsys):
+    folder = tmp_path / "cut"
+    shutil.copytree(small_run, folder)
+    lines = (folder / "measurements.csv").read_text().splitlines(keepends=True)
+    (folder / "measurements.csv").write_text("".join(lines[:-1]))  # the last row lost
+    from suites.compare import main as compare
+    assert compare([str(small_run), str(folder), "--out", str(tmp_path / "cmp")]) == 0
+    out = capsys.readouterr().out
+    assert f"B: {folder}: measurements.csv holds 1 rows where run.json counted 2 written" in out
+    assert "holds 1 rows where run.json counted 2" in write_report(folder).read_text()

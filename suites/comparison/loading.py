@@ -81,7 +81,8 @@ def load_side(path: Path, label: str) -> Side:
     rounds: dict[tuple, np.ndarray] = {}
     for f in files:
         rounds.update(round_medians(f.samples, f.rounds))
-    incomplete = [f"{label}: {line}" for f in files if (line := state_line(f.folder, f.state))]
+    incomplete = [f"{label}: {line}" for f in files
+                  for line in [state_line(f.folder, f.state), *f.problems] if line]
     return Side(label, path, runs, rows, rounds, [f.env for f in files], incomplete)
 
 

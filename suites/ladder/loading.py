@@ -33,6 +33,7 @@ class Run:
     created: dt.datetime | None
     params: list[str]        # the op's parameter columns, in the file's order
     state: dict | None = None  # run.json: an incomplete run is said in the banner
+    problems: list = field(default_factory=list)  # what does not add up (table_problems)
 
 
 @dataclass
@@ -65,7 +66,7 @@ def _created(env: dict) -> dt.datetime | None:
 def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
     files = read_run(path, REQUIRED, samples=False)
     rows, env = files.measurements, files.env  # no env: no peaks, no reference, oldest in dedup
-    run = Run(path, env, _created(env), param_columns(rows), files.state)
+    run = Run(path, env, _created(env), param_columns(rows), files.state, files.problems)
     return run, rows.assign(run=str(path), created=run.created)
 
 

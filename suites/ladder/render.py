@@ -119,8 +119,7 @@ def _dropped_display(collection) -> pd.DataFrame:
 def summary(ladder) -> str:
     """What collect prints: the ladder table and each suite's sentences."""
     c = ladder.collection
-    parts = [f"> {line}" for line in banner_lines([r.env for r in c.runs], c.rows,
-                                                     [(r.path, r.state) for r in c.runs])]
+    parts = [f"> {line}" for line in _banner(c)]
     parts += ["## Ladder: each block at its reference shape", "",
              md_table(ladder_display(ladder.table), LADDER), ""]
     for part in ladder.suites:
@@ -170,6 +169,12 @@ def html(ladder) -> str:
     sections.append(("Run folders", hp.table(display(runs_frame(c), RUNS), RUNS, left=TEXT_COLUMNS)))
     meta = _html.escape(f"{len(c.runs)} run folder(s) under {c.root}; "
                         f"{len(c.rows)} rows; suites: {', '.join(c.suites)}")
-    banner = banner_html(banner_lines([r.env for r in c.runs], c.rows,
-                                      [(r.path, r.state) for r in c.runs]))
+    banner = banner_html(_banner(c))
     return hp.page("fusebench ladder", sections, meta, banner)
+
+
+def _banner(c) -> list[str]:
+    """The banner's lines: what does not add up in a run folder, then the machine state."""
+    problems = [p for r in c.runs for p in r.problems]
+    return problems + banner_lines([r.env for r in c.runs], c.rows,
+                                   [(r.path, r.state) for r in c.runs])

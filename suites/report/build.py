@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -14,13 +13,14 @@ from suites.report import html_page as hp
 from suites.report.banner import banner_html, banner_lines
 from suites.results import atomic
 from suites.results.journal import read_state
+from suites.run_folders import read_env, table_problems
 from suites.report.conventions import conventions_html
 from suites.report.narrative import case_lines, headline
 from suites.report.verdicts import verdict_lines
 from suites.report.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
 from suites.results.columns import Status, headers
-from suites.results.tables import FINDINGS_CSV, read_measurements, with_columns
+from suites.results.tables import CSV_ERRORS, FINDINGS_CSV, read_measurements, with_columns
 
 RESULT_COLUMNS = headers([
     "case_id", "variant", "median_us", "p10_us", "p90_us", "rounds", "speedup", "speedup_low",
@@ -78,10 +78,16 @@ def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     frame = with_columns(read_measurements(run_dir),
                          [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "speedup_low", "speedup_high"])
-    findings = pd.read_csv(run_dir / FINDINGS_CSV)
-    env = json.loads((run_dir / "env.json").read_text())
+    state = read_state(run_dir)
+    problems = table_problems(run_dir, frame, state)
     try:
-        op = registry.get_op(env["suite"])
+        findings = pd.read_csv(run_dir / FINDINGS_CSV)
+    except (FileNotFoundError, *CSV_ERRORS):  # said in the banner (table_problems)
+        findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
+    env = read_env(run_dir)
+    suite = env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
+    try:
+        op = registry.get_op(suite)
     except registry.UnknownNameError as exc:
         raise ConfigError(f"{run_dir}: {exc}") from None
     plots = write_plots(frame, op.size_axis, list(op.params), op.baseline, run_dir / "plots")
@@ -103,6 +109,6 @@ def write_report(run_dir: Path) -> Path:
     ]
     title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"
-    banner = banner_html(banner_lines([env], frame, [(run_dir, read_state(run_dir))]))
+    banner = banner_html(problems + banner_lines([env], frame, [(run_dir, state)]))
     atomic.write_text(path, hp.page(title, sections, _meta(env), banner))
     return path
