@@ -6,14 +6,19 @@
 """
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import sys
 from pathlib import Path
 
 import hydra
+from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from suites.cli_checks import check_group_choices
 from suites.errors import ConfigError
@@ -25,6 +30,45 @@ from suites.results.journal import read_state
 from suites.spec import build_run_spec, resume_problem
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
+
+
+# Every job of a multirun is checked before the first one runs. Hydra runs a sweep's jobs one
+# after another and composes each job's config only when its turn comes, so a bad value in job 3
+# used to show up after jobs 0-2 had run for minutes. The sweep is expanded the way Hydra's basic
+# sweeper does (the product of the swept values), and each job's config is composed and turned
+# into a run spec; the first bad job is one line naming it. (Here, not in suites/: only this
+# file touches Hydra.)
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def job_overrides(argv: list[str]) -> list[list[str]]:
+    """The overrides of each job a multirun of `argv` would run (Hydra's own keys left out)."""
+    args = [a for a in argv if not a.startswith("-") and "=" in a]
+    fixed, swept = [], []
+    for override in OverridesParser.create().parse_overrides(args):
+        key = override.get_key_element()
+        if key.lstrip("+~").startswith("hydra"):
+            continue
+        if override.is_sweep_override():
+            swept.append([f"{key}={v}" for v in override.sweep_string_iterator()])
+        else:
+            fixed.append(override.input_line)
+    return [fixed + list(combo) for combo in itertools.product(*swept)]
+
+
+def check_multirun(argv: list[str], conf_dir: Path) -> None:
+    if not any(flag in argv for flag in MULTIRUN_FLAGS):
+        return
+    jobs = job_overrides(argv)
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):
+        for number, overrides in enumerate(jobs):
+            try:
+                cfg = compose("config", overrides=overrides)
+                build_run_spec(OmegaConf.to_container(cfg, resolve=True), Path("unused"))
+            except (ConfigError, HydraException, OmegaConfBaseException) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise ConfigError(f"multirun job {number} of {len(jobs)} "
+                                  f"({' '.join(overrides)}): {first}") from None
 
 
 # Files Hydra writes in a run folder before main() runs; a folder holding nothing else has no
@@ -39,10 +83,12 @@ def fail(message: str, out_dir: Path | None = None) -> None:
         for name in HYDRA_FILES - EXISTED.get(out_dir.resolve(), set()):
             _remove(out_dir / name)
         if out_dir.resolve() not in EXISTED:
-            try:
-                out_dir.rmdir()  # only if now empty
-            except OSError:
-                pass
+            # Only if now empty; a default folder's results/<suite>/ parent too, if empty.
+            for folder in [out_dir] + ([out_dir.parent] if RUN_DIR_GIVEN is None else []):
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
     print(f"fusebench: error: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -146,6 +192,7 @@ if __name__ == "__main__":
     try:
         check_group_choices(sys.argv[1:], CONF_DIR)
         check_run_dir_creatable(RUN_DIR_GIVEN)
+        check_multirun(sys.argv[1:], CONF_DIR)
     except ConfigError as exc:
         fail(str(exc))
     main()

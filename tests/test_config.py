@@ -144,3 +144,20 @@ def test_axes_values_listed_twice_and_shapes_the_op_cannot_build():
     with pytest.raises(ConfigError, match=r"suite.axes: B=1, S=16, D=60, H=7, I=32: D=60 is not "
                                           r"divisible by H=7"):
         spec_of("suite=block", "suite.axes={B:[1],S:[16],D:[60],H:[7],I:[32]}", "device=cpu")
+
+
+def test_every_multirun_job_is_checked_before_the_first_runs():
+    from run_suite import check_multirun, job_overrides
+    jobs = job_overrides(["-m", "suite=matmul_add,mlp", "timing.rounds=3,4", "device=cpu",
+                          "hydra.sweep.dir=/tmp/x"])
+    assert jobs == [["device=cpu", "suite=matmul_add", "timing.rounds=3"],
+                    ["device=cpu", "suite=matmul_add", "timing.rounds=4"],
+                    ["device=cpu", "suite=mlp", "timing.rounds=3"],
+                    ["device=cpu", "suite=mlp", "timing.rounds=4"]]
+    check_multirun(["-m", "device=cpu", "timing.rounds=3,4"], CONF)  # all good: no error
+    with pytest.raises(ConfigError, match=r"multirun job 1 of 2 \(device=cpu timing.rounds=0\): "
+                                          r"timing.rounds: 0 is not a positive integer"):
+        check_multirun(["-m", "device=cpu", "timing.rounds=3,0"], CONF)
+    with pytest.raises(ConfigError, match=r"multirun job 0 of 2 .*Could not override 'suite.axes'"):
+        check_multirun(["-m", "device=cpu", "suite=matmul_add,block", "suite.axes={B:[1]}"], CONF)
+    check_multirun(["device=cpu", "timing.rounds=0"], CONF)  # not a multirun: the run checks
