@@ -90,7 +90,7 @@ def bound(ctx: FindingContext):
         yield from _host_only(ctx)
         return
     code, statement = _statement(found.verdict, found.step, ctx)
-    if found.of > 1:
+    if found.steps < found.of:  # the steps disagree: say how many share the verdict
         statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
     severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE
     yield Finding(code, severity, statement, _evidence(found.verdict, found.step.name))
