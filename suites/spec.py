@@ -4,7 +4,6 @@ engine owns its own spec type (TimingSpec in harness/timing.py, ProfileSpec in
 profiling/capture.py); this module only builds them from the config."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -15,6 +14,7 @@ from kernels import registry
 from kernels.base import DTYPES, Case, Value
 from suites.errors import ConfigError
 from suites.results.journal import COMPLETE, still_running
+from suites.harness.contention import usable_cpus
 from suites.harness.timing import TimingSpec
 from suites.profiling.capture import ProfileSpec
 from suites.shape_config import (axes_shapes, boolean, no_duplicates, non_negative_int,
@@ -170,7 +170,7 @@ def params_text(shape: Mapping) -> str:
 
 
 def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return len(usable_cpus())
 
 
 def timing_spec(cfg: Mapping) -> TimingSpec:

@@ -46,11 +46,6 @@ class Verdict:
     def share(self) -> float:
         return self.us / self.window_us if self.window_us > 0 else float("nan")
 
-    def describe(self) -> str:
-        """`host-bound (initialisation): 37.2 s of a 41.6 s step (89%)`."""
-        return (f"{self.side}-bound ({self.kind}): {duration(self.us)} of a "
-                f"{duration(self.window_us)} step ({self.share:.0%})")
-
 
 _KIND_CODES = {
     "computation": Code.COMPUTE_BOUND, "CPU compute": Code.COMPUTE_BOUND,

@@ -55,7 +55,3 @@ def kernel_us(event: Event, gpu: bool) -> float:
     """A kernel's own time: its duration on a GPU; on a CPU a compute op's self time (children
     excluded; never below 0, which rounding of nested timestamps can give)."""
     return event.dur if gpu else max(0.0, event.self_us)
-
-
-def overhead_bound(busy_frac: float) -> bool:
-    return busy_frac < OVERHEAD_BUSY
