@@ -6,28 +6,31 @@
 """
 from __future__ import annotations
 
-import itertools
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import hydra
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from suites.cli_checks import check_group_choices
+from suites.hydra_sweep import SweepManifest, fixed_overrides, planned_jobs, sweep_params
 from suites.errors import ConfigError
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, stop_on_signals
 from suites.report.build import write_report
 from suites.report.summary import summary_table
-from suites.results.journal import read_state
-from suites.spec import build_run_spec, resume_problem
+from suites.results.exit_status import exit_status
+from suites.results.journal import COMPLETE, read_state
+from suites.run_folders import sweep_jobs, sweep_problems
+from suites.spec import build_run_spec, resume_problem, same_config
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
@@ -36,31 +39,20 @@ CONF_DIR = Path(__file__).resolve().parent / "conf"
 # after another and composes each job's config only when its turn comes, so a bad value in job 3
 # used to show up after jobs 0-2 had run for minutes. The sweep is expanded the way Hydra's basic
 # sweeper does (the product of the swept values), and each job's config is composed and turned
-# into a run spec; the first bad job is one line naming it. (Here, not in suites/: only this
-# file touches Hydra.)
+# into a run spec; the first bad job is one line naming it.
 MULTIRUN_FLAGS = ("-m", "--multirun")
-
-
-def job_overrides(argv: list[str]) -> list[list[str]]:
-    """The overrides of each job a multirun of `argv` would run (Hydra's own keys left out)."""
-    args = [a for a in argv if not a.startswith("-") and "=" in a]
-    fixed, swept = [], []
-    for override in OverridesParser.create().parse_overrides(args):
-        key = override.get_key_element()
-        if key.lstrip("+~").startswith("hydra"):
-            continue
-        if override.is_sweep_override():
-            swept.append([f"{key}={v}" for v in override.sweep_string_iterator()])
-        else:
-            fixed.append(override.input_line)
-    return [fixed + list(combo) for combo in itertools.product(*swept)]
 
 
 def check_multirun(argv: list[str], conf_dir: Path) -> None:
     if not any(flag in argv for flag in MULTIRUN_FLAGS):
         return
-    jobs = job_overrides(argv)
     with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):
+        try:  # the sweep an experiment preset sets in hydra.sweeper.params
+            primary = compose("config", overrides=fixed_overrides(argv),
+                              return_hydra_config=True)
+            jobs = planned_jobs(argv, sweep_params(primary))
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise ConfigError(f"multirun: {str(exc).strip().splitlines()[0]}") from None
         for number, overrides in enumerate(jobs):
             try:
                 cfg = compose("config", overrides=overrides)
@@ -110,10 +102,10 @@ def _given_run_dir(argv: list[str]) -> str | None:
     return None
 
 
-def resume_args(out_dir: Path) -> list[str]:
-    """This command's overrides, with resume=true and the run folder, quoted for a shell."""
-    kept = [a for a in sys.argv[1:] if not a.startswith(("hydra.run.dir=", "resume="))]
-    return [shlex.quote(a) for a in kept + ["resume=true", f"hydra.run.dir={out_dir}"]]
+def resume_args(folder: Path, args: list[str], key: str = "hydra.run.dir") -> list[str]:
+    """`args` with resume=true and the run (or sweep) folder, quoted for a shell."""
+    kept = [a for a in args if not a.startswith((f"{key}=", "resume="))]
+    return [shlex.quote(a) for a in kept + ["resume=true", f"{key}={folder}"]]
 
 
 def check_run_dir_creatable(given: str | None) -> None:
@@ -156,27 +148,92 @@ def check_run_dir(out_dir: Path, spec) -> None:
         raise ConfigError(f"hydra.run.dir={out_dir}: cannot write there ({exc.strerror})") from None
 
 
+def this_job() -> dict | None:
+    """A multirun job's number and overrides, for its run.json (collect finds a missing job)."""
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return None
+    return {"num": int(hydra_cfg.job.num), "overrides": list(hydra_cfg.overrides.task)}
+
+
+def job_resume(spec, out_dir: Path):
+    """A multirun job that finds its own earlier attempt in its folder: requeued by the cluster
+    (preempted or out of time, with the same overrides) or a sweep run again with resume=true.
+    An unfinished attempt is resumed, without being asked (a requeue cannot ask); a complete
+    one of the same config is left as it is (None: nothing to do); a job that never wrote a
+    run.json starts afresh. A single run is resumed only when asked, as before."""
+    if spec.job is None:
+        return spec
+    state = read_state(out_dir)
+    if state is None or (state.get("job") or {}).get("num") != spec.job["num"]:
+        return replace(spec, resume=False)
+    if state.get("state") == COMPLETE:  # another config's run is refused by check_run_dir
+        return None if same_config(state, spec.config) else spec
+    print(f"fusebench: job {spec.job['num']}: resuming the unfinished run in {out_dir} "
+          f"({state.get('state')}, {state.get('done')} of {state.get('planned')} rows)",
+          file=sys.stderr)
+    return replace(spec, resume=True)
+
+
+RUN_FOLDERS: list[Path] = []  # the folders this process's jobs ran in, for the exit status
+
+
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
-        spec = build_run_spec(OmegaConf.to_container(cfg, resolve=True), out_dir)
+        spec = job_resume(replace(build_run_spec(OmegaConf.to_container(cfg, resolve=True),
+                                                 out_dir), job=this_job()), out_dir)
+        if spec is None:
+            print(f"fusebench: {out_dir}: this job's run is complete; nothing to do")
+            return
+        if spec.resume and spec.job is None:  # a sweep's job resumed alone stays in its sweep
+            spec = replace(spec, job=(read_state(out_dir) or {}).get("job"))
         check_run_dir(out_dir, spec)
     except ConfigError as exc:
         fail(str(exc), out_dir)
     stop_on_signals()
+    RUN_FOLDERS.append(out_dir)
     try:
         result = run(spec)
     except Interrupted as exc:
         state = read_state(out_dir) or {}
+        # A sweep job's own overrides (a cluster job's argv is the launcher's, not ours).
+        args = sys.argv[1:] if spec.job is None else spec.job["overrides"]
         print(f"fusebench: interrupted by {exc.name}: {state.get('done', '?')} of "
               f"{state.get('planned', '?')} rows are in {out_dir}; to finish it: python "
-              f"run_suite.py {' '.join(resume_args(out_dir))}", file=sys.stderr)
+              f"run_suite.py {' '.join(resume_args(out_dir, args))}", file=sys.stderr)
+        if os.environ.get("SUBMITIT_EXECUTOR"):
+            # A job in a process of its own (submitit): its launcher waits for the job's
+            # result, which only a return gives; the launcher's exit status says it stopped.
+            return
         sys.exit(128 + exc.signum)
     report = write_report(out_dir)
     print(summary_table(result.frame, result.env))
     print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report}")
     print(f"run folder: {out_dir}")
+
+
+def final_status() -> int:
+    """After every job: the exit code, and a last line saying what is not a result. A sweep is
+    judged by its sweep.json and the run.json of each job, wherever the launcher ran them."""
+    sweep = SweepManifest.folder
+    if sweep is not None:
+        jobs, problems = sweep_jobs(sweep), sweep_problems(sweep)
+        for line in problems:
+            print(f"fusebench: {line}", file=sys.stderr)
+        code, line = exit_status([j.state for j in jobs if j.state is not None], problems)
+        unfinished = any(j.state is None or j.state.get("state") != COMPLETE for j in jobs)
+        then = (f"to finish it: python run_suite.py "
+                f"{' '.join(resume_args(sweep, sys.argv[1:], 'hydra.sweep.dir'))}" if unfinished
+                else f"to merge its jobs: python -m suites.collect {sweep}")
+        print(f"{line}; sweep of {len(jobs)} job(s) in {sweep}; {then}")
+    elif RUN_FOLDERS:
+        code, line = exit_status([read_state(folder) for folder in RUN_FOLDERS])
+        print(line)
+    else:  # nothing ran (--cfg, --help)
+        code = 0
+    return code
 
 
 # A run folder the user named may exist already, with Hydra's files from another run or tool in
@@ -196,3 +253,4 @@ if __name__ == "__main__":
     except ConfigError as exc:
         fail(str(exc))
     main()
+    sys.exit(final_status())

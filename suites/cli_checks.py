@@ -9,11 +9,14 @@ from pathlib import Path
 
 from suites.errors import ConfigError
 
-GROUPS = ("suite", "timing", "profile")
+GROUPS = ("suite", "timing", "profile", "experiment", "hydra/launcher")
+# Launchers that Hydra itself and the pinned submitit plugin register (not files in conf/).
+BUILT_IN = {"hydra/launcher": ("basic", "submitit_local", "submitit_slurm")}
 
 
 def group_choices(conf_dir: Path, group: str) -> list[str]:
-    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+    files = {p.stem for p in (conf_dir / group).glob("*.yaml")}
+    return sorted(files | set(BUILT_IN.get(group, ())))
 
 
 def check_group_choices(argv: list[str], conf_dir: Path) -> None:

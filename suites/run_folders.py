@@ -16,12 +16,16 @@ from typing import Sequence
 import pandas as pd
 
 from suites.errors import ConfigError
-from suites.results.journal import read_state
+from suites.results.journal import RUN_JSON, SWEEP_JSON, read_state
 from suites.results.columns import KEY
 from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
-                                   SAMPLES_CSV, read_measurements)
+                                   SAMPLES_CSV, TABLES, read_measurements)
 
 ENV = "env.json"
+# The numeric columns of the tables read beside measurements.csv.
+NUMBERS = {SAMPLES_CSV: ("round", "sample", "time_us"),
+           ROUNDS_CSV: ("round", "position", "n_samples", "median_us", "wait_frac",
+                        "others_cores", "gpu_other_processes", "sm_clock_ratio")}
 
 
 @dataclass
@@ -50,14 +54,36 @@ def find_runs(path: Path) -> list[Path]:
 
 
 def _read_optional(folder: Path, name: str) -> pd.DataFrame | None:
-    """samples.csv or rounds.csv; a run from before they existed simply has none."""
+    """samples.csv or rounds.csv, numbers as numbers (a value that is not one: NaN, and said by
+    table_problems); a run from before they existed simply has none."""
     file = Path(folder) / name
     if not file.is_file():
         return None
     try:
-        return pd.read_csv(file)
+        frame = pd.read_csv(file)
     except CSV_ERRORS:
         return None
+    for column in [c for c in NUMBERS.get(name, ()) if c in frame]:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def ends_cut(file: Path) -> bool:
+    """A table whose last byte is not a line end was cut inside its last row (a full disk, or a
+    copy that stopped): pandas reads the partial row as a row, its missing fields as empty."""
+    try:
+        with open(file, "rb") as f:
+            f.seek(-1, 2)
+            return f.read(1) != b"\n"
+    except OSError:  # empty (seek before the start) or unreadable
+        return False
+
+
+def _not_numbers(file: Path, frame: pd.DataFrame) -> int:
+    """Values in numeric columns that are not numbers (garbled), counted on the raw text."""
+    raw = pd.read_csv(file, dtype=str, keep_default_na=False)
+    return sum(int((raw[c].str.strip() != "").sum() - frame[c].notna().sum())
+               for c in NUMBERS.get(file.name, ()) if c in raw and c in frame)
 
 
 def read_env(folder: Path) -> dict:
@@ -72,18 +98,36 @@ def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -
     often unneeded)."""
     folder = Path(folder)
     measurements, state = read_measurements(folder, required), read_state(folder)
-    return RunFiles(folder, measurements,
-                    _read_optional(folder, SAMPLES_CSV) if samples else None,
-                    _read_optional(folder, ROUNDS_CSV) if samples else None, read_env(folder),
-                    state, table_problems(folder, measurements, state))
+    read = {n: _read_optional(folder, n) for n in (SAMPLES_CSV, ROUNDS_CSV)} if samples else {}
+    return RunFiles(folder, measurements, read.get(SAMPLES_CSV), read.get(ROUNDS_CSV),
+                    read_env(folder),
+                    state, table_problems(folder, measurements, state, read))
 
 
-def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None) -> list[str]:
-    """What does not add up: rows against run.json's count, rows twice, files missing."""
+def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None,
+                   read: dict[str, pd.DataFrame | None] | None = None) -> list[str]:
+    """What does not add up: a table cut inside a row, fewer or more rows than run.json counted
+    when the run wrote them whole, values that are not numbers, rows twice, files missing.
+    `read`: the other tables the caller read (file name -> frame), checked the same way."""
     folder, problems = Path(folder), []
-    if state and state.get("state") == "complete" and len(measurements) != state.get("done"):
-        problems.append(f"{folder}: {MEASUREMENTS_CSV} holds {len(measurements)} rows where "
-                        f"run.json counted {state.get('done')} written: cut or edited")
+    complete = bool(state) and state.get("state") == "complete"
+    counted = (state or {}).get("rows") or {}
+    tables = {MEASUREMENTS_CSV: measurements, **(read or {})}
+    for name in TABLES:
+        file = folder / name
+        if file.is_file() and ends_cut(file):
+            problems.append(f"{file}: cut inside its last row (no line end): that row is partial")
+        frame = tables.get(name)
+        if name in tables and frame is None and file.is_file():
+            problems.append(f"{file}: not a readable CSV: its rows are left out")
+        if frame is None or not complete:
+            continue
+        expected = counted.get(name, state.get("done") if name == MEASUREMENTS_CSV else None)
+        if expected is not None and len(frame) != expected:
+            problems.append(f"{file}: holds {len(frame)} rows where run.json counted {expected} "
+                            "written: cut or edited")
+        if name != MEASUREMENTS_CSV and (bad := _not_numbers(file, frame)):
+            problems.append(f"{file}: {bad} value(s) in numeric columns are not numbers: garbled")
     twice = int(measurements.duplicated(list(KEY)).sum()) if set(KEY) <= set(measurements) else 0
     if twice:
         problems.append(f"{folder}: {twice} row(s) of {MEASUREMENTS_CSV} are there twice")
@@ -91,4 +135,49 @@ def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None)
         if not (folder / name).is_file():
             problems.append(f"{folder}: no {name} (machine, versions and peaks unknown)"
                             if name == ENV else f"{folder}: no {name}: no findings to show")
+    return problems
+
+
+@dataclass
+class SweepJob:
+    num: int
+    overrides: list[str]
+    folder: Path | None   # the run folder whose run.json names this job; None: none does
+    state: dict | None
+
+
+def sweep_jobs(sweep_dir: Path) -> list[SweepJob]:
+    """The jobs a multirun planned (its sweep.json), each with the run folder it left, if any."""
+    sweep_dir = Path(sweep_dir)
+    try:
+        planned = json.loads((sweep_dir / SWEEP_JSON).read_text())["jobs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    found = {}
+    for file in sorted(sweep_dir.rglob(RUN_JSON)):
+        state = read_state(file.parent)
+        job = (state or {}).get("job") or {}
+        if isinstance(job, dict) and isinstance(job.get("num"), int):
+            found[job["num"]] = (file.parent, state)
+    return [SweepJob(j.get("num"), list(j.get("overrides", [])),
+                     *found.get(j.get("num"), (None, None)))
+            for j in planned if isinstance(j, dict)]
+
+
+def sweep_problems(path: Path) -> list[str]:
+    """Every multirun under path whose jobs did not all leave rows: a job that never started,
+    or crashed, or was cancelled before its first row is named, with its overrides."""
+    problems = []
+    if not Path(path).is_dir():
+        return problems
+    for manifest in sorted(Path(path).rglob(SWEEP_JSON)):
+        jobs = sweep_jobs(manifest.parent)
+        for job in jobs:
+            name = f"multirun job {job.num} of {len(jobs)} ({' '.join(job.overrides)})"
+            if job.folder is None:
+                problems.append(f"{manifest.parent}: {name} left no run folder: it never "
+                                "started, or it failed before its first case")
+            elif not (job.folder / MEASUREMENTS_CSV).is_file():
+                why = (job.state or {}).get("reason") or (job.state or {}).get("state", "?")
+                problems.append(f"{job.folder}: {name} wrote no rows ({why})")
     return problems

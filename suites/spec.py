@@ -29,7 +29,7 @@ KNOWN_KEYS = {
                "resume"),
     "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
-               "compile_warmup_calls", "l2_flush", "rounds", "threads"),
+               "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s"),
     "profile": ("enabled", "wait", "warmup", "active", "record_shapes", "row_limit"),
 }
 
@@ -64,6 +64,7 @@ class RunSpec:
     out_dir: Path
     resume: bool = False  # keep the finished cases of an interrupted run in out_dir
     config: dict = field(default_factory=dict)  # the resolved config, for run.json
+    job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
 
     def cases(self) -> list[Case]:
         return [Case(self.suite.name, shape, dtype, self.device, self.seed)
@@ -187,6 +188,10 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
     budget = cfg.get("budget_s")
     if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
         raise ConfigError(f"timing.budget_s: {budget!r} is not a positive number of seconds")
+    limit = cfg.get("case_timeout_s", 0)
+    if not isinstance(limit, (int, float)) or isinstance(limit, bool) or limit < 0:
+        raise ConfigError(f"timing.case_timeout_s: {limit!r} is not a number of seconds (0: no "
+                          "limit)")
     spec = TimingSpec(
         preset=str(cfg.get("preset", "custom")), budget_s=float(budget),
         min_samples=positive_int(cfg.get("min_samples"), "timing.min_samples"),
@@ -195,6 +200,7 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
         compile_warmup_calls=positive_int(cfg.get("compile_warmup_calls"), "timing.compile_warmup_calls"),
         l2_flush=boolean(cfg.get("l2_flush", True), "timing.l2_flush"), threads=threads,
         rounds=positive_int(cfg.get("rounds", 5), "timing.rounds"), threads_rule=rule,
+        case_timeout_s=float(limit),
     )
     if spec.max_samples < spec.min_samples:
         raise ConfigError(f"timing.max_samples: {spec.max_samples} is below timing.min_samples "
@@ -246,6 +252,10 @@ def resume_problem(state: dict | None, config: dict) -> str | None:
     if still_running(state):
         return f"its run is still running (pid {state.get('pid')}): stop it first"
     return _first_difference(state.get("config") or {}, config, "")
+
+
+def same_config(state: dict, config: dict) -> bool:
+    return _first_difference(state.get("config") or {}, config, "") is None
 
 
 def _first_difference(then, now, where: str) -> str | None:

@@ -15,6 +15,7 @@ from suites.collect import main
 from suites.ladder.breakeven import NEVER, breakeven_table, sentences
 from suites.ladder.fits import crossover, fit_overhead
 from suites.ladder.table import choose_shape
+from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ["ladder.html", "ladder.md", "ladder.csv", "fits.csv", "breakeven.csv"]
@@ -34,12 +35,13 @@ def _row(suite, shape, variant, family, median_us, dtype="float32", status="ok",
     return row
 
 
-def _write_run(folder: Path, suite: str, rows, reference=None, created="2026-01-01T10:00:00"):
+def _write_run(folder: Path, suite: str, rows, reference=None, created="2026-01-01T10:00:00",
+               gpu=None, peak=1.0):
     folder.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(folder / "measurements.csv", index=False)
-    env = {"created": created, "device": "cpu", "cpu": "test cpu", "suite": suite,
-           "reference": reference or {},
-           "peaks": {"matmul_tflops": {"float32": 1.0}, "copy_gbps": 100.0}}
+    env = {"created": created, "device": "cuda" if gpu else "cpu", "cpu": "test cpu",
+           "gpu": gpu, "suite": suite, "reference": reference or {},
+           "peaks": {"matmul_tflops": {"float32": peak}, "copy_gbps": 100.0}}
     (folder / "env.json").write_text(json.dumps(env))
     return folder
 
@@ -158,6 +160,32 @@ def test_a_duplicate_keeps_the_newest_and_is_listed(tmp_path, capsys):
     assert "z_old" in dropped_line and "a_new" in dropped_line
 
 
+def test_runs_from_two_machines_are_two_ladders_side_by_side(tmp_path, capsys):
+    """An A100 job and an H100 job of one sweep: neither is a rerun of the other."""
+    shapes = [{"M": 64, "N": 64, "K": 64}, {"M": 1024, "N": 1024, "K": 1024}]
+    a100, h100 = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"
+    for gpu, scale, peak in ((a100, 2.0, 300.0), (h100, 1.0, 700.0)):
+        rows = [r for shape in shapes for r in (
+            _row("matmul_add", shape, "eager", "eager", scale * 50.0, device="cuda"),
+            _row("matmul_add", shape, "compile", "compile", scale * 40.0, device="cuda",
+                 compile_ms=1.0))]
+        _write_run(tmp_path / "runs" / gpu.split()[1], "matmul_add", rows, gpu=gpu, peak=peak)
+    printed = _collect(tmp_path / "runs", tmp_path / "out", capsys)
+    ladder = pd.read_csv(tmp_path / "out" / "ladder.csv")
+    assert ladder["machine"].tolist() == [f"cuda ({a100})", f"cuda ({h100})"] * 2
+    assert ladder["family"].tolist() == ["eager", "eager", "compile", "compile"]
+    assert ladder["median_us"].tolist() == [100.0, 50.0, 80.0, 40.0]
+    assert ladder["speedup"].tolist() == pytest.approx([1.0, 1.0, 1.25, 1.25])  # own baseline
+    assert "No (suite, case, variant) appears in more than one run folder" in printed
+    html = (tmp_path / "out" / "ladder.html").read_text()
+    assert "matmul_add on cuda (NVIDIA A100-SXM4-80GB)" in html and ">machine<" in html
+    fits = pd.read_csv(tmp_path / "out" / "fits.csv")
+    assert len(fits) == 2 * 2  # per machine: eager and compile
+    assert sorted(p.name for p in (tmp_path / "out").glob("*_roofline.png")) == [
+        "matmul_add_cuda__NVIDIA_A100_SXM4_80GB_roofline.png",
+        "matmul_add_cuda__NVIDIA_H100_80GB_HBM3_roofline.png"]
+
+
 def test_speedups_are_paired_within_a_run_and_never_from_a_noisy_baseline(tmp_path, capsys):
     """A run with rounds keeps its rows' paired speedups and intervals; a noisy baseline gives
     no speedup at all (not an unpaired one); the device-time ratio is its own column, and a
@@ -255,7 +283,7 @@ def real_runs(tmp_path_factory):
                                "suite.dtypes=[float32]", "device=cpu", "timing=quick",
                                "timing.rounds=1", f"hydra.run.dir={root / f'{i}_{suite}'}"],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert_finished(done, root / f"{i}_{suite}")
     return root
 
 

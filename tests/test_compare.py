@@ -14,6 +14,7 @@ from suites.compare import main
 from suites.comparison.loading import round_medians
 from suites.comparison.rows import Rule
 from suites.comparison.round_ratio import NOISE_FLOOR, ratio_ci, verdict
+from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ["compare.csv", "compare.md", "compare.html", "compare.png"]
@@ -211,10 +212,10 @@ def run(*args):
 def test_real_runs_and_a_multirun_folder(tmp_path):
     for name in ("a", "b"):
         done = run("run_suite.py", *TINY, f"hydra.run.dir={tmp_path / name}")
-        assert done.returncode == 0, done.stderr[-2000:]
+        assert_finished(done, tmp_path / name)
     done = run("run_suite.py", "-m", *TINY[1:], "suite.sizes=[16],[24]",
                f"hydra.sweep.dir={tmp_path / 'multi'}")
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_finished(done, *sorted((tmp_path / "multi").glob("[0-9]*")))
 
     done = run("-m", "suites.compare", str(tmp_path / "a"), str(tmp_path / "b"),
                "--out", str(tmp_path / "ab"))

@@ -109,6 +109,8 @@ def test_device_cuda_without_gpu_is_a_clear_error():
     ("profile.wait=-1", r"profile.wait: -1 is not a non-negative integer"),
     ("profile.warmup=abc", r"profile.warmup: 'abc' is not a non-negative integer"),
     ("timing.threads=1000", r"timing.threads: 1000 is more than the \d+ cores this process may use"),
+    ("timing.case_timeout_s=abc", r"timing.case_timeout_s: 'abc' is not a number of seconds"),
+    ("timing.case_timeout_s=-5", r"timing.case_timeout_s: -5 is not a number of seconds"),
 ])
 def test_bad_values_name_the_key_and_the_accepted_values(override, message):
     with pytest.raises(ConfigError, match=message):
@@ -119,6 +121,9 @@ def test_bad_values_name_the_key_and_the_accepted_values(override, message):
     (["suite=foo"], r"suite=foo: unknown suite; accepted: .*matmul_add"),
     (["-m", "suite=matmul_add,bar"], r"suite=bar: unknown suite"),
     (["timing=slow"], r"timing=slow: unknown timing; accepted: default, quick"),
+    (["experiment=nope"], r"experiment=nope: unknown experiment; accepted: ladder"),
+    (["-m", "hydra/launcher=slurmm"], r"hydra/launcher=slurmm: unknown hydra/launcher; accepted: "
+                                      r"basic, local, slurm, submitit_local, submitit_slurm"),
 ])
 def test_unknown_group_choices_fail_before_hydra(argv, message):
     with pytest.raises(ConfigError, match=message):
@@ -126,7 +131,8 @@ def test_unknown_group_choices_fail_before_hydra(argv, message):
 
 
 def test_known_group_choices_pass():
-    check_group_choices(["suite=matmul_add", "timing=quick", "device=cpu", "-m"], CONF)
+    check_group_choices(["suite=matmul_add", "timing=quick", "device=cpu", "-m",
+                         "hydra/launcher=slurm", "experiment=ladder"], CONF)
 
 
 def test_a_categorical_axis_from_the_command_line():
@@ -147,17 +153,38 @@ def test_axes_values_listed_twice_and_shapes_the_op_cannot_build():
 
 
 def test_every_multirun_job_is_checked_before_the_first_runs():
-    from run_suite import check_multirun, job_overrides
-    jobs = job_overrides(["-m", "suite=matmul_add,mlp", "timing.rounds=3,4", "device=cpu",
-                          "hydra.sweep.dir=/tmp/x"])
-    assert jobs == [["device=cpu", "suite=matmul_add", "timing.rounds=3"],
-                    ["device=cpu", "suite=matmul_add", "timing.rounds=4"],
-                    ["device=cpu", "suite=mlp", "timing.rounds=3"],
-                    ["device=cpu", "suite=mlp", "timing.rounds=4"]]
+    from run_suite import check_multirun
+    from suites.hydra_sweep import planned_jobs
+    jobs = planned_jobs(["-m", "suite=matmul_add,mlp", "timing.rounds=3,4", "device=cpu",
+                         "hydra.sweep.dir=/tmp/x"])
+    assert jobs == [["suite=matmul_add", "timing.rounds=3", "device=cpu"],
+                    ["suite=matmul_add", "timing.rounds=4", "device=cpu"],
+                    ["suite=mlp", "timing.rounds=3", "device=cpu"],
+                    ["suite=mlp", "timing.rounds=4", "device=cpu"]]
+    # A sweep set in the config (an experiment preset) comes first; the command line wins.
+    assert planned_jobs(["timing.rounds=3,4", "suite=mlp"], {"suite": "linear,mlp"}) == [
+        ["suite=mlp", "timing.rounds=3"], ["suite=mlp", "timing.rounds=4"]]
     check_multirun(["-m", "device=cpu", "timing.rounds=3,4"], CONF)  # all good: no error
     with pytest.raises(ConfigError, match=r"multirun job 1 of 2 \(device=cpu timing.rounds=0\): "
                                           r"timing.rounds: 0 is not a positive integer"):
         check_multirun(["-m", "device=cpu", "timing.rounds=3,0"], CONF)
-    with pytest.raises(ConfigError, match=r"multirun job 0 of 2 .*Could not override 'suite.axes'"):
+    with pytest.raises(ConfigError, match=r"multirun: Could not override 'suite.axes'"):
         check_multirun(["-m", "device=cpu", "suite=matmul_add,block", "suite.axes={B:[1]}"], CONF)
+    with pytest.raises(ConfigError, match=r"multirun job 1 of 2 \(device=cpu suite=block "
+                                          r"suite.sizes=\[64\]\): Could not override"):
+        check_multirun(["-m", "device=cpu", "suite=matmul_add,block", "suite.sizes=[64]"], CONF)
     check_multirun(["device=cpu", "timing.rounds=0"], CONF)  # not a multirun: the run checks
+
+
+def test_the_ladder_experiment_sweeps_every_block_in_ladder_order():
+    from hydra import compose, initialize_config_dir
+
+    from run_suite import check_multirun
+    from suites.hydra_sweep import planned_jobs, sweep_params
+    from kernels import registry
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
+        primary = compose("config", overrides=["experiment=ladder"], return_hydra_config=True)
+    jobs = planned_jobs(["experiment=ladder", "device=cpu"], sweep_params(primary))
+    assert [job[0] for job in jobs] == [f"suite={name}" for name in registry.op_names()]
+    assert str(primary.hydra.sweep.dir).startswith("results/ladder/")
+    check_multirun(["-m", "experiment=ladder", "device=cpu"], CONF)  # every job composes

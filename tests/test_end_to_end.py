@@ -2,6 +2,7 @@
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +23,23 @@ def run_suite(*args, cwd=ROOT):
                           capture_output=True, text=True, timeout=600)
 
 
+def assert_finished(result, *folders):
+    """A run that finished exits 0, or 1 exactly when a row is not a result (failed, incorrect,
+    or noisy: on a busy machine that happens), and its last line says which."""
+    rows = pd.concat([pd.read_csv(Path(f) / "measurements.csv") for f in folders])
+    bad = rows["status"].isin(["failed", "incorrect", "noisy"])
+    last = result.stdout.strip().splitlines()[-1]
+    assert result.returncode == int(bad.any()), (result.returncode, result.stderr[-3000:])
+    assert last.startswith("fusebench: ") and (f"{bad.sum()} of {len(rows)} rows are not results"
+                                               in last if bad.any() else "ok or skipped" in last)
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "matmul_add"
     result = run_suite("suite=matmul_add", "suite.sizes=[16,40]", "suite.dtypes=[float32]",
                        "device=cpu", "timing=quick", f"hydra.run.dir={out}")
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert_finished(result, out)
     return out, result
 
 
@@ -141,11 +153,21 @@ def test_multirun_over_dtypes(tmp_path):
     result = run_suite("-m", "suite.dtypes=[float32],[bfloat16]", "suite.sizes=[16]",
                        "suite.variants=[eager]", "device=cpu", "timing=quick", "calibrate=false",
                        f"hydra.sweep.dir={tmp_path}")
-    assert result.returncode == 0, result.stderr[-3000:]
     jobs = sorted(p for p in tmp_path.iterdir() if p.is_dir() and p.name[0].isdigit())
+    assert_finished(result, *jobs)
     assert [p.name for p in jobs] == ["0_matmul_add", "1_matmul_add"]
     dtypes = [pd.read_csv(p / "measurements.csv")["dtype"].tolist() for p in jobs]
     assert dtypes == [["float32"], ["bfloat16"]]
+    # sweep.json plans the jobs; each run.json names its job; a job gone is named by collect.
+    planned = json.loads((tmp_path / "sweep.json").read_text())["jobs"]
+    assert [j["num"] for j in planned] == [0, 1]
+    assert [json.loads((p / "run.json").read_text())["job"]["num"] for p in jobs] == [0, 1]
+    assert "sweep of 2 job(s)" in result.stdout.strip().splitlines()[-1]
+    shutil.rmtree(jobs[1])
+    from suites.collect import main as collect
+    assert collect([str(tmp_path), "--out", str(tmp_path / "ladder")]) == 0
+    page = (tmp_path / "ladder" / "ladder.html").read_text()
+    assert "multirun job 1 of 2 (suite.dtypes=[bfloat16]" in page and "left no run folder" in page
 
 
 @pytest.mark.parametrize("args, message", [

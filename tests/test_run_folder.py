@@ -15,7 +15,7 @@ import pytest
 from suites.report.build import write_report
 from suites.report.html_page import inside_run, table
 from suites.results.journal import read_state
-from test_end_to_end import ROOT, run_suite
+from test_end_to_end import ROOT, assert_finished, run_suite
 
 BAD_VALUE = "profile.wait=-1"  # any bad config value: the run stops before any work
 
@@ -144,7 +144,7 @@ def test_an_interrupted_run_resumes_to_exactly_the_planned_rows(tmp_path, sig):
                       "resume=true", f"hydra.run.dir={folder}")
     one_line_error(other, "suite.sizes=[16, 24")
     done = run_suite(*shlex.split(command))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_finished(done, folder)
     rows = pd.read_csv(folder / "measurements.csv")
     assert len(rows) == PLANNED and not rows.duplicated(["case_id", "variant"]).any()
     assert read_state(folder)["state"] == "complete"
@@ -163,7 +163,7 @@ def small_run(tmp_path_factory):
     done = run_suite("device=cpu", "timing=quick", "calibrate=false", "suite.sizes=[16]",
                      "suite.variants=[eager,addmm]", "suite.dtypes=[float32]",
                      f"hydra.run.dir={folder}")
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_finished(done, folder)
     return folder
 
 
@@ -184,5 +184,55 @@ def test_readers_name_a_cut_table(small_run, tmp_path, capsys):
     from suites.compare import main as compare
     assert compare([str(small_run), str(folder), "--out", str(tmp_path / "cmp")]) == 0
     out = capsys.readouterr().out
-    assert f"B: {folder}: measurements.csv holds 1 rows where run.json counted 2 written" in out
+    assert f"B: {folder / 'measurements.csv'}: holds 1 rows where run.json counted 2 written" in out
     assert "holds 1 rows where run.json counted 2" in write_report(folder).read_text()
+
+
+def test_readers_name_a_sample_table_cut_or_garbled(small_run, tmp_path):
+    from suites.run_folders import read_run
+    assert read_run(small_run).problems == []
+    cut = tmp_path / "cut"  # cut inside its last row: pandas alone reads it without a word
+    shutil.copytree(small_run, cut)
+    text = (cut / "samples.csv").read_bytes()
+    (cut / "samples.csv").write_bytes(text[:-4])
+    assert any("samples.csv: cut inside its last row" in p for p in read_run(cut).problems)
+    short = tmp_path / "short"  # cut at a row's end: only run.json's count tells
+    shutil.copytree(small_run, short)
+    lines = (short / "rounds.csv").read_text().splitlines(keepends=True)
+    (short / "rounds.csv").write_text("".join(lines[:-2]))
+    assert any(f"rounds.csv: holds {len(lines) - 3} rows where run.json counted {len(lines) - 1}"
+               in p for p in read_run(short).problems)
+    garbled = tmp_path / "garbled"
+    shutil.copytree(small_run, garbled)
+    samples = pd.read_csv(garbled / "samples.csv")
+    samples["time_us"] = samples["time_us"].astype(object)
+    samples.loc[[0, 3], "time_us"] = "12,5us"
+    samples.to_csv(garbled / "samples.csv", index=False)
+    files = read_run(garbled)
+    assert any("samples.csv: 2 value(s) in numeric columns are not numbers" in p
+               for p in files.problems)
+    assert files.samples["time_us"].isna().sum() == 2  # left out, never read as a time
+    assert not read_run(garbled, samples=False).problems  # not read: not judged
+
+
+def test_a_case_past_its_time_limit_is_failed_rows_and_exit_1(tmp_path):
+    folder = tmp_path / "slow"
+    done = run_suite("device=cpu", "timing=quick", "calibrate=false", "suite.sizes=[16]",
+                     "suite.variants=[eager,addmm]", "suite.dtypes=[float32]",
+                     "timing.case_timeout_s=0.000001", f"hydra.run.dir={folder}")
+    rows = pd.read_csv(folder / "measurements.csv")
+    assert (rows["status"] == "failed").all()
+    assert rows["reason"].str.contains("ran past timing.case_timeout_s=1e-06 s").all()
+    assert done.returncode == 1 and "2 of 2 rows are not results (2 failed" in done.stdout
+    assert read_state(folder)["statuses"] == {"failed": 2}
+
+
+def test_the_exit_status_counts_rows_that_are_not_results():
+    from suites.results.exit_status import exit_status
+    ok = {"state": "complete", "statuses": {"ok": 3, "skipped": 1}}
+    assert exit_status([ok]) == (0, "fusebench: all 4 rows ok or skipped")
+    noisy = {"state": "complete", "statuses": {"ok": 2, "noisy": 1, "incorrect": 1}}
+    code, line = exit_status([ok, noisy])
+    assert code == 1 and "2 of 8 rows are not results (1 incorrect, 1 noisy" in line
+    code, line = exit_status([ok, {"state": "failed", "statuses": {}}], ["job 2 left no rows"])
+    assert code == 1 and "1 of 2 runs did not complete" in line and "1 job(s) left no rows" in line

@@ -47,7 +47,7 @@ def run_suite(out: Path, *overrides: str) -> Path:
            *overrides]
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    if done.returncode != 0:
+    if done.returncode not in (0, 1):  # 1: some rows noisy or failed, which this tool counts
         raise SystemExit(f"run_suite failed ({' '.join(cmd)}):\n{done.stderr[-2000:]}")
     print(f"  ran {out.name} in {time.perf_counter() - started:.0f} s", flush=True)
     return out

@@ -20,7 +20,7 @@ from suites.errors import ConfigError
 from suites.results.columns import KEY
 from suites.results.tables import MEASUREMENTS_CSV
 from suites.report.banner import state_line
-from suites.run_folders import find_runs, read_run
+from suites.run_folders import find_runs, read_run, sweep_problems
 
 
 @dataclass
@@ -81,8 +81,9 @@ def load_side(path: Path, label: str) -> Side:
     rounds: dict[tuple, np.ndarray] = {}
     for f in files:
         rounds.update(round_medians(f.samples, f.rounds))
-    incomplete = [f"{label}: {line}" for f in files
-                  for line in [state_line(f.folder, f.state), *f.problems] if line]
+    incomplete = [f"{label}: {line}" for line in sweep_problems(path)]
+    incomplete += [f"{label}: {line}" for f in files
+                   for line in [state_line(f.folder, f.state), *f.problems] if line]
     return Side(label, path, runs, rows, rounds, [f.env for f in files], incomplete)
 
 

@@ -16,7 +16,9 @@ import torch
 
 from kernels.base import Case, Op, Variant
 from suites.harness import timing
+from suites.harness.case_clock import NO_LIMIT, CaseClock
 from suites.harness.contention import LoadMeter, usable_cpus
+from suites.harness.derived import new_row
 from suites.harness.measure import Prepared, prepare, profile, release, short_error
 from suites.harness.pairing import paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
@@ -36,10 +38,11 @@ class CaseOutcome:
     slots: list[Slot] = field(default_factory=list)   # every share of every round, judged
     profiles: dict[str, CallProfile] = field(default_factory=dict)
     remeasured: bool = False
+    timed_out: bool = False  # past timing.case_timeout_s: not re-measured
     notes: dict[str, str] = field(default_factory=dict)  # variant -> what its reason must keep
 
     def needs_remeasure(self) -> bool:
-        return any(r.status == Status.NOISY for r in self.rows)
+        return not self.timed_out and any(r.status == Status.NOISY for r in self.rows)
 
 
 def min_clean(spec: RunSpec) -> int:
@@ -64,12 +67,18 @@ def limits(case: Case, rows: list[ResultRow], spec: RunSpec, peaks: dict | None)
                   {r.variant: m for r in rows if (m := model_us(r, peaks)) is not None})
 
 
-def _prepare_all(op: Op, variants: list[Variant], case: Case, spec: RunSpec) -> list[Prepared]:
+def _prepare_all(op: Op, variants: list[Variant], case: Case, spec: RunSpec,
+                 clock: CaseClock = NO_LIMIT) -> list[Prepared]:
     # One fresh dynamo per case, before any variant compiles: after 8 shapes of one function
     # it silently falls back to eager, and the sweep would time eager under a compile label.
     torch._dynamo.reset()
     prepared, baseline_err = [], None
     for variant in variants:
+        if clock.over():  # a failed row that says so, and the case goes on to what it has
+            p = Prepared(new_row(spec.suite.name, case, variant, op, spec.timing.threads), variant)
+            p.row.status, p.row.reason = Status.FAILED, clock.reason("not prepared")
+            prepared.append(p)
+            continue
         p = prepare(op, variant, case, spec, baseline_err)
         if variant.name == spec.suite.baseline and p.contender is not None:
             baseline_err = p.row.check.scaled_err
@@ -78,25 +87,44 @@ def _prepare_all(op: Op, variants: list[Variant], case: Case, spec: RunSpec) -> 
 
 
 def _time(prepared: list[Prepared], case: Case, spec: RunSpec, meter: LoadMeter,
-          first_round: int) -> list[Slot]:
+          first_round: int, clock: CaseClock = NO_LIMIT) -> list[Slot]:
     contenders = [p.contender for p in prepared if p.contender is not None]
-    slots = time_rounds(contenders, spec.timing, case.device_type, meter, first_round, short_error)
+    slots = time_rounds(contenders, spec.timing, case.device_type, meter, first_round,
+                        short_error, stop=clock.over)
     for p in prepared:
         if p.contender is not None and p.contender.failed:
             p.row.status, p.row.reason = Status.FAILED, f"timing failed: {p.contender.failed}"
+        elif p.contender is not None and not any(s.variant == p.row.variant for s in slots):
+            p.contender.failed = "no timing round"  # the limit came first: nothing to profile
+            p.row.status, p.row.reason = Status.FAILED, clock.reason("not timed")
     return slots
+
+
+def _profiles(prepared: list[Prepared], case: Case, spec: RunSpec,
+              clock: CaseClock) -> tuple[dict[str, CallProfile], dict[str, str]]:
+    """The profile of each timed variant, while the case is within its time limit; a variant
+    left unprofiled by the limit keeps its timing, and its reason says why the profile columns
+    are empty."""
+    profiles, notes = {}, {}
+    for p in prepared:
+        if clock.over() and p.contender is not None and not p.contender.failed:
+            notes[p.row.variant] = clock.reason("not profiled")
+        elif (result := profile(p, case, spec)) is not None:
+            profiles[p.row.variant] = result
+    return profiles, notes
 
 
 def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: LoadMeter,
              peaks: dict | None) -> CaseOutcome:
-    prepared = _prepare_all(op, variants, case, spec)
-    slots = _time(prepared, case, spec, meter, 0)
-    profiles = {p.row.variant: prof for p in prepared
-                if (prof := profile(p, case, spec)) is not None}
+    clock = CaseClock(spec.timing.case_timeout_s)
+    prepared = _prepare_all(op, variants, case, spec, clock)
+    slots = _time(prepared, case, spec, meter, 0, clock)
+    profiles, notes = _profiles(prepared, case, spec, clock)
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
-    outcome.notes = {p.row.variant: p.row.reason for p in prepared
-                     if p.row.reason.startswith("profiling failed")}
+    outcome.notes = {**notes, **{p.row.variant: p.row.reason for p in prepared
+                                 if p.row.reason.startswith("profiling failed")}}
+    outcome.timed_out = clock.over()
     finish(outcome, spec, peaks)
     prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
     release(case)
@@ -138,9 +166,10 @@ def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSp
     The first pass's first call, correctness check and profile stand."""
     case = outcome.case
     timed = {r.variant for r in outcome.rows if r.status in (Status.OK, Status.NOISY)}
-    prepared = _prepare_all(op, [v for v in variants if v.name in timed], case, spec)
+    clock = CaseClock(spec.timing.case_timeout_s)  # the same limit for the second pass
+    prepared = _prepare_all(op, [v for v in variants if v.name in timed], case, spec, clock)
     first = max((s.round for s in outcome.slots), default=-1) + 1
-    new_slots = _time(prepared, case, spec, meter, first)
+    new_slots = _time(prepared, case, spec, meter, first, clock)
     for p in prepared:  # a variant that fails when prepared again keeps its first-pass rounds
         if p.contender is None or p.contender.failed:
             new_slots = [s for s in new_slots if s.variant != p.row.variant]

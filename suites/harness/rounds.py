@@ -39,13 +39,17 @@ def rotated(items: list, r: int) -> list:
 
 
 def time_rounds(contenders: list[Contender], spec: TimingSpec, device_type: str,
-                meter: LoadMeter, first_round: int = 0, on_error=str) -> list[Slot]:
+                meter: LoadMeter, first_round: int = 0, on_error=str,
+                stop=lambda: False) -> list[Slot]:
     """spec.rounds rounds, numbered from `first_round` (a re-measure continues the numbering).
-    A variant whose call raises drops out with `failed` set (by `on_error(exc)`)."""
+    A variant whose call raises drops out with `failed` set (by `on_error(exc)`). No round
+    starts once `stop()` is true (the case's time limit)."""
     budget = spec.per_round()
     flush = timing.l2_flusher(spec, device_type)
     slots = []
     for r in range(first_round, first_round + spec.rounds):
+        if stop():
+            break
         live = [c for c in contenders if not c.failed]
         for position, c in enumerate(rotated(live, r)):
             # Switching variants evicts the previous one's data and code: one untimed call.

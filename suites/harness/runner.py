@@ -24,6 +24,7 @@ from suites.harness.calibration import best_peaks, calibrate
 from suites.harness.case_run import CaseOutcome, remeasure, run_case
 from suites.harness.contention import LoadMeter
 from suites.harness.derived import derive
+from suites.harness.device_lock import exclusive_device
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
 from suites.harness.progress import Progress
 from suites.harness.stopping import Interrupted, stop_if_asked
@@ -31,8 +32,8 @@ from suites.results import atomic
 from suites.results.columns import KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
 from suites.results.resume import Previous, read_previous
-from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, ROUNDS_CSV, SAMPLES_CSV,
-                                   append_tables, write_tables)
+from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
+                                   SAMPLES_CSV, append_tables, write_tables)
 from suites.spec import RunSpec
 
 
@@ -90,8 +91,18 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
 
 
 def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
+    """The whole run, holding its device alone (device_lock.py): a second run on the same
+    device waits for this one rather than measure it."""
+    say = lambda line: print(line, file=stream, flush=True)  # noqa: E731
+    with exclusive_device(spec.device, spec.out_dir, say) as waited:
+        return _run(spec, stream, waited)
+
+
+def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
     started = time.perf_counter()
     env = _start(spec, stream)
+    if waited_s:
+        env["waited_for_device_s"] = round(waited_s, 1)
     spec.out_dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
 
@@ -100,7 +111,7 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
     cases = spec.cases()
     previous = read_previous(spec.out_dir, len(variants)) if spec.resume else Previous()
     state = RunState(spec.out_dir, planned=len(cases) * len(variants), config=spec.config,
-                     done=len(previous.rows))
+                     done=len(previous.rows), job=spec.job)
     state.save()
     if spec.resume:  # the kept cases alone, whole; the rest is measured and appended
         _write(spec, previous.rows, previous.tables)
@@ -128,18 +139,26 @@ def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
         if spec.calibrate:  # again, and the best of both: a probe under load reads low
             _probe_again(spec, env)
         stop_if_asked()
-    except (Interrupted, KeyboardInterrupt) as exc:
-        _finish(outcomes, spec, env, started, previous)
-        name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
-        state.end(INTERRUPTED, f"{name} after {state.done} of {state.planned} rows")
+    except (Interrupted, KeyboardInterrupt, SystemExit) as exc:
+        _finish(outcomes, spec, env, started, previous, state)
+        state.end(INTERRUPTED, f"{_stopped_by(exc)} after {state.done} of {state.planned} rows")
         raise
     except BaseException as exc:  # the harness failed: keep what it measured, then fail
-        _finish(outcomes, spec, env, started, previous)
+        _finish(outcomes, spec, env, started, previous, state)
         state.end(FAILED, f"{type(exc).__name__}: {exc}")
         raise
-    result = _finish(outcomes, spec, env, started, previous)
+    result = _finish(outcomes, spec, env, started, previous, state)
     state.end(COMPLETE)
     return result
+
+
+def _stopped_by(exc: BaseException) -> str:
+    if isinstance(exc, Interrupted):
+        return exc.name
+    if isinstance(exc, SystemExit):  # submitit's exit from its signal handler
+        return (f"SystemExit({exc.code}) from the launcher (a cluster job preempted or out of "
+                "time, which the launcher requeues)")
+    return "SIGINT"
 
 
 def _journal(outcome: CaseOutcome, spec: RunSpec, env: dict) -> None:
@@ -159,7 +178,7 @@ def _probe_again(spec: RunSpec, env: dict) -> None:
 
 
 def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: float,
-            previous: Previous) -> RunResult:
+            previous: Previous, state: RunState) -> RunResult:
     """Derive, find, and write every table whole over the cases that finished (and, on a
     resumed run, those the interrupted run had finished)."""
     rows = previous.rows + [row for o in outcomes for row in o.rows]
@@ -174,12 +193,13 @@ def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: floa
     findings += row_findings(rows, spec.suite.name, spec.suite.baseline)
     env["rounds"] = rounds_summary(rounds, outcomes)
     atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
-    frame = _write(spec, rows, {SAMPLES_CSV: samples, ROUNDS_CSV: rounds, KERNELS_CSV: kernels,
-                                FINDINGS_CSV: findings})
-    return RunResult(spec, env, frame, findings, time.perf_counter() - started)
+    frames = _write(spec, rows, {SAMPLES_CSV: samples, ROUNDS_CSV: rounds, KERNELS_CSV: kernels,
+                                 FINDINGS_CSV: findings})
+    state.written(frames)
+    return RunResult(spec, env, frames[MEASUREMENTS_CSV], findings, time.perf_counter() - started)
 
 
-def _write(spec: RunSpec, rows, tables: dict[str, list]) -> pd.DataFrame:
+def _write(spec: RunSpec, rows, tables: dict[str, list]) -> dict[str, pd.DataFrame]:
     return write_tables(spec.out_dir, rows, tables.get(KERNELS_CSV, []),
                         tables.get(SAMPLES_CSV, []), tables.get(ROUNDS_CSV, []),
                         tables.get(FINDINGS_CSV, []))

@@ -4,6 +4,11 @@ Run folders are found by their measurements.csv, at any depth (a multirun folder
 tree, the folders of a cluster launcher's jobs). Unlike compare (which refuses), a collect step
 over reruns must pick one row per (suite, case_id, variant): it keeps the newest by env.json
 `created` and returns the others as `dropped`, which the report lists, so nothing vanishes.
+
+Runs from several machines (an A100 job and an H100 job of one sweep, collected together) are
+never taken for reruns of each other: rows are keyed by machine too (`machine`: the device and
+its model, from env.json), and `by_machine` splits a collection so that each machine's ladder
+is fitted on its own rows, against its own peaks.
 """
 from __future__ import annotations
 
@@ -17,13 +22,18 @@ import pandas as pd
 from kernels import registry
 from suites.results.columns import KEY, Status
 from suites.results.tables import param_columns, with_columns
-from suites.run_folders import find_runs, read_run
+from suites.run_folders import find_runs, read_run, sweep_problems
 
 REQUIRED = ["family", "dtype"]  # besides KEY and status
 # What the ladder reads; a run from an older version may lack some of them (NaN then).
 USED = ["device", "median_us", "host_us", "device_us", "n_kernels", "flops", "bytes",
         "intensity", "tflops", "speedup", "speedup_low", "speedup_high", "device_ratio", "rounds",
         "first_call_ms", "compile_ms", "reason"]
+
+
+def machine(env: dict) -> str:
+    """`cuda (NVIDIA H100 80GB HBM3)`, `cpu (x86_64)`: the device and its model."""
+    return f"{env.get('device', '?')} ({env.get('gpu') or env.get('cpu', '?')})"
 
 
 @dataclass
@@ -54,6 +64,7 @@ class Collection:
     #                          `paired` (False: the speedup's baseline came from another run)
     dropped: pd.DataFrame    # older duplicates: KEY + run, created, kept_run, kept_created
     suites: dict[str, SuiteInfo] = field(default_factory=dict)  # in ladder order
+    missing: list[str] = field(default_factory=list)  # multirun jobs that left no rows
 
 
 def _created(env: dict) -> dt.datetime | None:
@@ -67,7 +78,7 @@ def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
     files = read_run(path, REQUIRED, samples=False)
     rows, env = files.measurements, files.env  # no env: no peaks, no reference, oldest in dedup
     run = Run(path, env, _created(env), param_columns(rows), files.state, files.problems)
-    return run, rows.assign(run=str(path), created=run.created)
+    return run, rows.assign(run=str(path), created=run.created, machine=machine(env))
 
 
 def _order_key(run: Run):
@@ -76,7 +87,7 @@ def _order_key(run: Run):
 
 
 def _deduplicate(rows: pd.DataFrame, order: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    key = list(KEY)
+    key = ["machine", *KEY]
     rows = rows.assign(_order=rows["run"].map(order)).sort_values("_order", kind="stable")
     newest = ~rows.duplicated(key, keep="last")
     kept, dropped = rows[newest], rows[~newest]
@@ -110,8 +121,8 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     say so."""
     ok = rows["status"] == Status.OK
     is_base = ok & (rows["variant"] == rows["suite"].map(baselines))
-    base = rows[is_base].set_index(["suite", "case_id"])
-    keys = pd.Series(list(zip(rows["suite"], rows["case_id"])), index=rows.index)
+    base = rows[is_base].set_index(["machine", "suite", "case_id"])
+    keys = pd.Series(list(zip(rows["machine"], rows["suite"], rows["case_id"])), index=rows.index)
     base_run = keys.map(base["run"])
     same_run = ok & (base_run == rows["run"])
     other_run = ok & base_run.notna() & (base_run != rows["run"])
@@ -155,6 +166,13 @@ def _suite_info(name: str, rows: pd.DataFrame, runs: list[Run]) -> SuiteInfo:
     return SuiteInfo(name, params, dict(reference), peaks, _baseline(rows))
 
 
+def _suites(rows: pd.DataFrame, runs: list[Run]) -> dict[str, SuiteInfo]:
+    names = list(dict.fromkeys(rows["suite"]))
+    ladder = registry.op_names()
+    names = [n for n in ladder if n in names] + sorted(n for n in names if n not in ladder)
+    return {n: _suite_info(n, rows[rows["suite"] == n], runs) for n in names}
+
+
 def load(path: Path) -> Collection:
     path = Path(path)
     loaded = [_read_run(p) for p in find_runs(path)]
@@ -162,11 +180,27 @@ def load(path: Path) -> Collection:
     order = {str(run.path): i for i, run in enumerate(runs)}
     rows, dropped = _deduplicate(pd.concat([r for _, r in loaded], ignore_index=True), order)
     rows = with_columns(rows, USED)
-    names = list(dict.fromkeys(rows["suite"]))
-    ladder = registry.op_names()
-    names = [n for n in ladder if n in names] + sorted(n for n in names if n not in ladder)
-    suites = {n: _suite_info(n, rows[rows["suite"] == n], runs) for n in names}
+    suites = _suites(rows, runs)
     speedups = _speedups(rows, {n: s.baseline for n, s in suites.items()})
     rows[list(speedups.columns)] = speedups
     rows["choice"] = _choices(rows, suites)
-    return Collection(path, runs, rows, dropped, suites)
+    return Collection(path, runs, rows, dropped, suites, sweep_problems(path))
+
+
+def machines(collection: Collection) -> list[str]:
+    return list(dict.fromkeys(collection.rows["machine"]))
+
+
+def by_machine(collection: Collection) -> list[Collection]:
+    """One collection per machine (the collection itself when there is one), each with its own
+    runs, rows, peaks and references."""
+    names = machines(collection)
+    if len(names) <= 1:
+        return [collection]
+    out = []
+    for name in names:
+        runs = [r for r in collection.runs if machine(r.env) == name]
+        rows = collection.rows[collection.rows["machine"] == name].reset_index(drop=True)
+        dropped = collection.dropped[collection.dropped["machine"] == name]
+        out.append(Collection(collection.root, runs, rows, dropped, _suites(rows, runs)))
+    return out

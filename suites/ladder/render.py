@@ -7,6 +7,7 @@ import os
 
 import pandas as pd
 
+from suites.ladder.loading import machine
 from suites.report import html_page as hp
 from suites.report.banner import banner_html, banner_lines
 from suites.results.columns import headers
@@ -26,7 +27,7 @@ RUNS = {"run": "run folder", "suite": "suite", "device": "device", "created": "c
         "timing": "timing", "peaks": "measured peaks"}
 DROPPED = {**headers(["suite", "case_id", "variant"]), "run": "dropped (older) run",
            "created": "its created", "kept_run": "kept run", "kept_created": "kept created"}
-TEXT_COLUMNS = ("suite", "dtype", "shape", "family", "variant", "choice", "status", "note", "fit_note",
+TEXT_COLUMNS = ("suite", "machine", "dtype", "shape", "family", "variant", "choice", "status", "note", "fit_note",
                 "crossover", "case_id", "verdict", "run", "device", "kept_run", "timing", "peaks")
 INTRO = ("Each block of the ladder at its reference shape (the series' shape, from env.json; on a "
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
@@ -63,18 +64,22 @@ def display(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     return shown
 
 
+def ladder_columns(table: pd.DataFrame) -> dict[str, str]:
+    """LADDER, with a machine column after the block when the rows come from several."""
+    if not table["machine"].astype(bool).any():
+        return LADDER
+    return {"suite": LADDER["suite"], "machine": "machine",
+            **{k: v for k, v in LADDER.items() if k != "suite"}}
+
+
 def ladder_display(table: pd.DataFrame) -> pd.DataFrame:
     """The shape and how it was chosen, on the first row of each (block, dtype) only."""
-    shown = display(table, LADDER)
-    first = ~table.duplicated(["suite", "dtype"])
+    shown = display(table, ladder_columns(table))
+    first = ~table.duplicated(["suite", "dtype", "machine"])
     notes = table["shape_note"].where(table["shape_note"] != "reference shape", "reference")
     shown["shape"] = (table["shape"] + " (" + notes + ")").where(first, "")
     shown["suite"] = table["suite"].where(first, "")
     return shown
-
-
-def machine(env: dict) -> str:
-    return f"{env.get('device', '?')} ({env.get('gpu') or env.get('cpu', '?')})"
 
 
 def runs_frame(collection) -> pd.DataFrame:
@@ -121,9 +126,9 @@ def summary(ladder) -> str:
     c = ladder.collection
     parts = [f"> {line}" for line in _banner(c)]
     parts += ["## Ladder: each block at its reference shape", "",
-             md_table(ladder_display(ladder.table), LADDER), ""]
+             md_table(ladder_display(ladder.table), ladder_columns(ladder.table)), ""]
     for part in ladder.suites:
-        parts += [f"### {part.name} (baseline: {part.baseline})", ""]
+        parts += [f"### {part.title} (baseline: {part.baseline})", ""]
         parts += [f"- {s}" for s in part.sentences] + [""]
     parts.append(_dropped_text(ladder.collection))
     return "\n".join(parts)
@@ -135,7 +140,7 @@ def markdown(ladder, out_dir) -> str:
     if len(c.dropped):
         parts += ["## Duplicates dropped", "", md_table(_dropped_display(c), DROPPED), ""]
     for part in ladder.suites:
-        parts += [f"## {part.name}", "", "### Overhead fit: median_us = overhead + FLOPs / throughput",
+        parts += [f"## {part.title}", "", "### Overhead fit: median_us = overhead + FLOPs / throughput",
                   "", md_table(display(part.fits, FITS), FITS), "",
                   "### Compile break-even", "",
                   md_table(display(part.breakeven, BREAKEVEN), BREAKEVEN) if len(part.breakeven)
@@ -160,12 +165,13 @@ def html(ladder) -> str:
     c = ladder.collection
     sections = [("Ladder: each block at its reference shape",
                  f"<p>{_html.escape(INTRO)}</p>"
-                 + hp.table(ladder_display(ladder.table), LADDER, left=TEXT_COLUMNS)
+                 + hp.table(ladder_display(ladder.table), ladder_columns(ladder.table),
+                            left=TEXT_COLUMNS)
                  + f"<p>{_html.escape(_dropped_text(c))}</p>")]
     if len(c.dropped):
         sections.append(("Duplicates dropped",
                          hp.table(_dropped_display(c), DROPPED, left=TEXT_COLUMNS)))
-    sections += [(f"{p.name} (baseline: {p.baseline})", _suite_section(p)) for p in ladder.suites]
+    sections += [(f"{p.title} (baseline: {p.baseline})", _suite_section(p)) for p in ladder.suites]
     sections.append(("Run folders", hp.table(display(runs_frame(c), RUNS), RUNS, left=TEXT_COLUMNS)))
     meta = _html.escape(f"{len(c.runs)} run folder(s) under {c.root}; "
                         f"{len(c.rows)} rows; suites: {', '.join(c.suites)}")
@@ -175,6 +181,6 @@ def html(ladder) -> str:
 
 def _banner(c) -> list[str]:
     """The banner's lines: what does not add up in a run folder, then the machine state."""
-    problems = [p for r in c.runs for p in r.problems]
+    problems = c.missing + [p for r in c.runs for p in r.problems]
     return problems + banner_lines([r.env for r in c.runs], c.rows,
                                    [(r.path, r.state) for r in c.runs])

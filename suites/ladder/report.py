@@ -11,7 +11,7 @@ from kernels.base import DTYPE_SHORT
 from suites.ladder import breakeven as be
 from suites.ladder import fits as ft
 from suites.ladder import plots, render
-from suites.ladder.loading import Collection
+from suites.ladder.loading import Collection, by_machine, machine
 from suites.ladder.table import ladder_table
 from suites.profiling.device_time import on_gpu
 from suites.results.columns import Status
@@ -27,6 +27,20 @@ class SuitePart:
     breakeven: pd.DataFrame
     sentences: list[str]
     plots: list[Path] = field(default_factory=list)
+    machine: str = ""        # set when the collection holds several machines
+    rows: pd.DataFrame | None = None  # this part's rows
+    peaks: dict = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} on {self.machine}" if self.machine else self.name
+
+    @property
+    def file_stem(self) -> str:
+        """The plots' file name: the suite, and the machine when there are several."""
+        if not self.machine:
+            return self.name
+        return f"{self.name}_" + "".join(c if c.isalnum() else "_" for c in self.machine).strip("_")
 
 
 @dataclass
@@ -78,7 +92,7 @@ def _provenance(collection: Collection, name: str) -> list[str]:
     machine: say when the machines or their measured peaks differ (by more than 20%)."""
     runs = [r for r in collection.runs if r.env.get("suite") == name]
     out = []
-    machines = list(dict.fromkeys(render.machine(r.env) for r in runs))
+    machines = list(dict.fromkeys(machine(r.env) for r in runs))
     if len(machines) > 1:
         out.append(f"Rows come from {len(machines)} machines ({', '.join(machines)}): times "
                    "across them are not comparable.")
@@ -94,7 +108,7 @@ def _provenance(collection: Collection, name: str) -> list[str]:
     return out
 
 
-def suite_part(collection: Collection, name: str) -> SuitePart:
+def suite_part(collection: Collection, name: str, machine_name: str = "") -> SuitePart:
     info = collection.suites[name]
     rows = collection.rows[collection.rows["suite"] == name]
     fits, curves = ft.fit_table(rows, name)
@@ -107,24 +121,41 @@ def suite_part(collection: Collection, name: str) -> SuitePart:
                          "Python, allocation).")
     sentences += _provenance(collection, name) + _above_peak(rows, info.peaks)
     sentences += be.sentences(breakeven) or ["No compile variant in this suite."]
-    return SuitePart(name, info.baseline, device, fits, curves, breakeven, sentences)
+    return SuitePart(name, info.baseline, device, fits, curves, breakeven, sentences,
+                     machine=machine_name, rows=rows, peaks=info.peaks)
 
 
 def analyze(collection: Collection) -> Ladder:
-    return Ladder(collection, ladder_table(collection),
-                  [suite_part(collection, name) for name in collection.suites])
+    """The ladder; with several machines, each machine's own, and one table that puts the
+    machines' rows for a block side by side."""
+    parts = by_machine(collection)
+    several = len(parts) > 1
+    tables, suites = [], []
+    for part in parts:
+        name = part.rows["machine"].iloc[0] if several else ""
+        tables.append(ladder_table(part).assign(machine=name))
+        suites += [suite_part(part, suite, name) for suite in part.suites]
+    table = pd.concat(tables, ignore_index=True)
+    if several:  # each block, dtype and family: its machines' rows next to each other
+        keys = {c: {v: i for i, v in enumerate(dict.fromkeys(table[c]))}
+                for c in ("suite", "dtype", "family")}
+        keys["suite"] = {n: i for i, n in enumerate(collection.suites)}
+        table = table.sort_values(["suite", "dtype", "family"], kind="stable",
+                                  key=lambda column: column.map(keys[column.name]))
+        table = table.reset_index(drop=True)
+    return Ladder(collection, table, suites)
 
 
 def _plots(ladder: Ladder, out_dir: Path) -> None:
-    rows = ladder.collection.rows
     for part in ladder.suites:
-        ok = rows[(rows["suite"] == part.name) & (rows["status"] == Status.OK)
-                  & rows["median_us"].notna() & (rows["flops"] > 0)]
+        rows = part.rows
+        ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna() & (rows["flops"] > 0)]
         if ok.empty:
             continue
-        peaks = ladder.collection.suites[part.name].peaks
-        part.plots = [plots.fit_plot(ok, part.curves, part.name, out_dir / f"{part.name}_fit.png"),
-                      plots.roofline_plot(ok, peaks, part.name, out_dir / f"{part.name}_roofline.png")]
+        part.plots = [plots.fit_plot(ok, part.curves, part.title,
+                                     out_dir / f"{part.file_stem}_fit.png"),
+                      plots.roofline_plot(ok, part.peaks, part.title,
+                                          out_dir / f"{part.file_stem}_roofline.png")]
 
 
 def write_outputs(ladder: Ladder, out_dir: Path) -> dict[str, Path]:

@@ -20,7 +20,7 @@ from suites.results.columns import Status
 # closest to a reference: it is a different computation, not a different size.
 _OTHER_CHOICE = 1e6
 
-COLUMNS = ["suite", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
+COLUMNS = ["suite", "machine", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
            "device_us", "host_us", "median_us", "speedup", "speedup_low", "speedup_high",
            "device_ratio", "note"]
 _NUMBERS = ["n_kernels", "device_us", "host_us", "median_us", "speedup", "speedup_low",
@@ -107,7 +107,7 @@ def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
             note = "; ".join(n for n in (note, *_pass_notes(row)) if n)
             # Only an ok row's numbers are results: a noisy row's are in its reason (the note).
             shown = {c: row[c] if row["status"] == Status.OK else math.nan for c in _NUMBERS}
-            out.append({"suite": info.name, "dtype": dtype, "shape": shape_label(shape),
+            out.append({"suite": info.name, "machine": "", "dtype": dtype, "shape": shape_label(shape),
                         "shape_note": shape_note, "family": family, "variant": row["variant"],
                         "status": row["status"], **shown, "note": note})
     return out

@@ -21,6 +21,8 @@ import pandas as pd
 from suites.results import atomic
 
 RUN_JSON = "run.json"
+SWEEP_JSON = "sweep.json"  # a multirun's planned jobs (suites/hydra_sweep.py)
+MEASUREMENTS_CSV = "measurements.csv"
 RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
 
 
@@ -40,16 +42,29 @@ class RunState:
     finished: str | None = None
     reason: str = ""  # why it stopped, when it did not complete
     config: dict = field(default_factory=dict)  # the resolved config: a resume must match it
+    job: dict | None = None  # {"num", "overrides"} of a multirun job: collect finds a missing one
+    # Once the tables are written whole: rows per file (a reader finds a file cut at a row
+    # boundary by it) and measurements.csv's rows per status (the exit code is taken from it).
+    rows: dict = field(default_factory=dict)
+    statuses: dict = field(default_factory=dict)
 
     def save(self) -> None:
         record = {"state": self.state, "planned": self.planned, "done": self.done,
                   "started": self.started, "finished": self.finished, "reason": self.reason,
-                  "host": socket.gethostname(), "pid": os.getpid(), "config": self.config}
+                  "host": socket.gethostname(), "pid": os.getpid(),
+                  "cluster_job": cluster_job(), "job": self.job,
+                  "rows": self.rows, "statuses": self.statuses, "config": self.config}
         atomic.write_text(self.folder / RUN_JSON, json.dumps(record, indent=2) + "\n")
 
     def advance(self, rows: int) -> None:
         self.done += rows
         self.save()
+
+    def written(self, frames: dict[str, pd.DataFrame]) -> None:
+        """The tables as just written whole (saved with the next end())."""
+        self.rows = {name: len(frame) for name, frame in frames.items()}
+        counts = frames[MEASUREMENTS_CSV]["status"].value_counts()
+        self.statuses = {str(status): int(n) for status, n in counts.items()}
 
     def end(self, state: str, reason: str = "") -> None:
         self.state, self.reason, self.finished = state, reason, _now()
@@ -76,10 +91,21 @@ def append(path: Path, frame: pd.DataFrame) -> None:
         os.close(fd)
 
 
+def cluster_job() -> str | None:
+    """The SLURM job this process runs in (array job and task for a sweep), or None."""
+    env = os.environ
+    if env.get("SLURM_ARRAY_JOB_ID"):
+        return f"{env['SLURM_ARRAY_JOB_ID']}_{env.get('SLURM_ARRAY_TASK_ID', '')}"
+    return env.get("SLURM_JOB_ID")
+
+
 def still_running(state: dict) -> bool:
     """A `running` run.json whose process is alive (on this machine; another host's run is
-    taken to be alive: it cannot be checked from here)."""
+    taken to be alive: it cannot be checked from here, unless it is this very cluster job's
+    earlier attempt, which a requeue ended)."""
     if state.get("state") != RUNNING:
+        return False
+    if state.get("cluster_job") and state.get("cluster_job") == cluster_job():
         return False
     if state.get("host") != socket.gethostname():
         return True

@@ -14,8 +14,10 @@ from suites.results.columns import (BY_NAME, FINDING_COLUMNS, KERNEL_COLUMNS, KE
                                     METRICS, ROUND_COLUMNS, SAMPLE_COLUMNS, Status, column, empty, numeric)
 from suites.results.row import ResultRow
 
-MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV = (
-    "measurements.csv", "kernels.csv", "samples.csv", "rounds.csv", "findings.csv")
+MEASUREMENTS_CSV = journal.MEASUREMENTS_CSV
+KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV = (
+    "kernels.csv", "samples.csv", "rounds.csv", "findings.csv")
+TABLES = (MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV)
 CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
 
 
@@ -40,14 +42,15 @@ def table_frames(rows: Sequence[ResultRow], kernel_rows, sample_rows, round_rows
 
 
 def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
-                 round_rows, finding_rows) -> pd.DataFrame:
-    """Every table, whole, each replacing its file atomically (suites/results/atomic.py)."""
+                 round_rows, finding_rows) -> dict[str, pd.DataFrame]:
+    """Every table, whole, each replacing its file atomically (suites/results/atomic.py);
+    returns them by file name."""
     out_dir.mkdir(parents=True, exist_ok=True)
     frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows)
     for name, frame in frames.items():
         with atomic.replacing(out_dir / name) as tmp:
             frame.to_csv(tmp, index=False)
-    return frames[MEASUREMENTS_CSV]
+    return frames
 
 
 def append_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,

@@ -1,0 +1,38 @@
+"""The exit status of a run or a sweep, taken from the run.json files it left (so it is the same
+whichever launcher ran the jobs, on this machine or on a cluster):
+
+    0    every row ok or skipped, every job complete
+    1    some rows failed, were incorrect or noisy, or a job did not complete or left no rows
+    2    bad input (run_suite.py's `fail`, before any work)
+    130/143  interrupted by SIGINT/SIGTERM (run_suite.py)
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from suites.results.columns import Status
+from suites.results.journal import COMPLETE
+
+NOT_RESULTS = (Status.FAILED, Status.INCORRECT, Status.NOISY)
+
+
+def exit_status(states: list[dict | None], problems: list[str] = ()) -> tuple[int, str]:
+    """(exit code, the last line to print) for the runs behind one command: `states` their
+    run.json, `problems` jobs of a sweep that left no rows (run_folders.sweep_problems)."""
+    counts = Counter()
+    for state in states:
+        counts.update((state or {}).get("statuses") or {})
+    rows = sum(counts.values())
+    bad = {s.value: counts[s.value] for s in NOT_RESULTS if counts.get(s.value)}
+    unfinished = sum(1 for s in states if not s or s.get("state") != COMPLETE)
+    parts = []
+    if bad:
+        parts.append(f"{sum(bad.values())} of {rows} rows are not results ("
+                     + ", ".join(f"{n} {s}" for s, n in bad.items()) + ": the report says why)")
+    if unfinished:
+        parts.append(f"{unfinished} of {len(states)} runs did not complete")
+    if problems:
+        parts.append(f"{len(problems)} job(s) left no rows")
+    if not parts:
+        return 0, f"fusebench: all {rows} rows ok or skipped"
+    return 1, "fusebench: " + "; ".join(parts) + " (exit 1)"

@@ -1,0 +1,167 @@
+"""Sweeps through Hydra's submitit launcher: each job a process of its own, on this machine
+(submitit_local, always tested) and through a real single-node SLURM (tests/cluster/
+start_slurm.sh; skipped where none is running), with a job cancelled by scancel and resumed."""
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from suites.collect import main as collect
+from suites.results.journal import read_state
+from test_end_to_end import ROOT, assert_finished
+
+# Two jobs (one per dtype), small enough for CI, each several cases long.
+SWEEP = ["suite.dtypes=[float32],[bfloat16]", "device=cpu", "timing=quick", "calibrate=false",
+         "progress=false"]
+
+
+def launch(*args, wait=True):
+    cmd = [sys.executable, str(ROOT / "run_suite.py"), "-m", *args]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def job_folders(sweep):
+    return sorted(p for p in sweep.iterdir() if p.is_dir() and p.name[0].isdigit())
+
+
+def test_a_local_submitit_sweep_times_one_job_at_a_time_and_collects(tmp_path):
+    sweep = tmp_path / "sweep"
+    done = launch("hydra/launcher=local", *SWEEP, "suite.sizes=[16,24]",
+                  f"hydra.sweep.dir={sweep}")
+    jobs = job_folders(sweep)
+    assert [p.name for p in jobs] == ["0_matmul_add", "1_matmul_add"], done.stderr[-3000:]
+    assert_finished(done, *jobs)
+    states = [read_state(p) for p in jobs]
+    assert [s["job"]["num"] for s in states] == [0, 1]
+    # submitit starts both at once; the device lock has the second wait for the first.
+    first, second = sorted(states, key=lambda s: s["started"])
+    assert first["finished"] <= second["started"]
+    waited = [json.loads((p / "env.json").read_text()).get("waited_for_device_s") for p in jobs]
+    assert sum(1 for w in waited if w) == 1
+    assert collect([str(sweep), "--out", str(tmp_path / "ladder")]) == 0
+    ladder = pd.read_csv(tmp_path / "ladder" / "ladder.csv")
+    assert sorted(set(ladder["dtype"])) == ["bfloat16", "float32"]
+
+
+def test_a_stopped_sweep_resumes_its_unfinished_jobs_and_leaves_the_rest(tmp_path):
+    """Ctrl-C in job 1 of a sweep (Hydra's own launcher: one process) stops the sweep; the same
+    command with resume=true leaves job 0 as it is and finishes job 1."""
+    sweep = tmp_path / "sweep"
+    args = [*SWEEP, "suite.sizes=[16,24,32,40]", "suite.variants=[eager,addmm]"]
+    proc = launch(*args, f"hydra.sweep.dir={sweep}", wait=False)
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and time.monotonic() < deadline:
+        state = read_state(sweep / "1_matmul_add") if sweep.is_dir() else None
+        if state and state["done"] > 0:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the signal arrived")
+    assert proc.returncode == 130, err[-3000:]
+    first = pd.read_csv(sweep / "0_matmul_add" / "measurements.csv")
+    done = launch(*args, "resume=true", f"hydra.sweep.dir={sweep}")
+    jobs = job_folders(sweep)
+    assert_finished(done, *jobs)
+    assert "0_matmul_add: this job's run is complete; nothing to do" in done.stdout
+    assert "job 1: resuming the unfinished run in" in done.stderr
+    assert pd.read_csv(jobs[0] / "measurements.csv").equals(first)  # left as it was
+    for job in jobs:
+        rows, state = pd.read_csv(job / "measurements.csv"), read_state(job)
+        assert state["state"] == "complete" and len(rows) == state["planned"] == 8
+
+
+def slurm_up() -> bool:
+    if not shutil.which("sinfo") or not shutil.which("sbatch"):
+        return False
+    done = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+    return done.returncode == 0 and any(s in done.stdout for s in ("idle", "mixed", "alloc"))
+
+
+@pytest.mark.skipif(not slurm_up(), reason="no SLURM here: `sudo bash tests/cluster/"
+                                           "start_slurm.sh` starts one on this machine")
+def test_a_slurm_sweep_survives_scancel_and_resumes(tmp_path):
+    sweep = tmp_path / "sweep"
+    args = ["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=null",
+            "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
+            "hydra.launcher.timeout_min=15", *SWEEP, "suite.sizes=[16,24,32,40,48,56]",
+            f"hydra.sweep.dir={sweep}"]
+    proc = launch(*args, wait=False)
+    victim = _first_job_with_rows(sweep, proc)
+    subprocess.run(["scancel", read_state(victim)["cluster_job"]], check=True)
+    out, err = proc.communicate(timeout=300)
+    state = read_state(victim)
+    if state["state"] == "complete":
+        pytest.skip("the job finished before scancel reached it")
+    assert state["state"] == "interrupted" and "SIGTERM" in state["reason"], state
+    last = out.strip().splitlines()[-1]
+    assert proc.returncode == 1 and "1 of 2 runs did not complete" in last, err[-3000:]
+    kept = pd.read_csv(victim / "measurements.csv").set_index(["case_id", "variant"])
+    # The sweep command again, with resume=true: the complete job is left alone, the
+    # cancelled one finishes from where it stopped.
+    command = last.split("to finish it: python run_suite.py ", 1)[1].split()
+    assert "resume=true" in command and f"hydra.sweep.dir={sweep}" in command
+    done = launch(*[a.strip("'") for a in command if a != "-m"])
+    jobs = job_folders(sweep)
+    assert_finished(done, *jobs)
+    for job in jobs:
+        rows = pd.read_csv(job / "measurements.csv")
+        state = read_state(job)
+        assert state["state"] == "complete" and len(rows) == state["planned"] == 24
+        assert not rows.duplicated(["case_id", "variant"]).any()
+    again = pd.read_csv(victim / "measurements.csv").set_index(["case_id", "variant"])
+    assert (again.loc[kept.index, "median_us"].fillna(-1) == kept["median_us"].fillna(-1)).all()
+    assert collect([str(sweep), "--out", str(tmp_path / "ladder")]) == 0
+
+
+@pytest.mark.skipif(not slurm_up(), reason="no SLURM here: `sudo bash tests/cluster/"
+                                           "start_slurm.sh` starts one on this machine")
+def test_a_preempted_slurm_job_is_requeued_and_resumes_by_itself(tmp_path):
+    """submitit's preemption path: USR2 (as a cluster sends before a time-out or preemption)
+    makes submitit requeue the job and exit; the requeued job finds its own unfinished run
+    and resumes it, unasked. SLURM holds a requeued job about two minutes before it starts."""
+    sweep = tmp_path / "sweep"
+    proc = launch("hydra/launcher=slurm", "hydra.launcher.gpus_per_node=null",
+                  "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2",
+                  "hydra.launcher.timeout_min=15", *SWEEP, "suite.sizes=[16,24,32,40,48,56]",
+                  f"hydra.sweep.dir={sweep}", wait=False)
+    victim = _first_job_with_rows(sweep, proc)
+    subprocess.run(["scancel", "--signal=USR2", read_state(victim)["cluster_job"]], check=True)
+    out, err = proc.communicate(timeout=500)
+    log = "".join(p.read_text() for p in sweep.glob(".submitit/*/*.out"))
+    if "Requeued job" not in log:
+        pytest.skip("the job finished before the signal reached it")
+    assert f"resuming the unfinished run in {victim} (interrupted, " in log
+    jobs = job_folders(sweep)
+    assert_finished(proc_result(proc, out, err), *jobs)
+    for job in jobs:
+        rows, state = pd.read_csv(job / "measurements.csv"), read_state(job)
+        assert state["state"] == "complete" and len(rows) == state["planned"] == 24
+        assert not rows.duplicated(["case_id", "variant"]).any()
+
+
+def proc_result(proc, out, err):
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _first_job_with_rows(sweep, proc, timeout_s=240):
+    """The job folder that has written its first case (and is still running)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for job in job_folders(sweep) if sweep.is_dir() else []:
+            state = read_state(job)
+            if state and state["state"] == "running" and state["done"] > 0:
+                return job
+        if proc.poll() is not None:
+            pytest.fail(f"the sweep ended before a job wrote a row: {proc.stderr.read()[-3000:]}")
+        time.sleep(0.2)
+    pytest.fail("no job wrote a row in time")
