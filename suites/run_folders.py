@@ -17,7 +17,7 @@ import pandas as pd
 
 from suites.errors import ConfigError
 from suites.results.journal import RUN_JSON, SWEEP_JSON, read_state
-from suites.results.columns import KEY
+from suites.results.columns import KEY, numeric
 from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
                                    SAMPLES_CSV, TABLES, read_measurements)
 
@@ -81,9 +81,14 @@ def ends_cut(file: Path) -> bool:
 
 def _not_numbers(file: Path, frame: pd.DataFrame) -> int:
     """Values in numeric columns that are not numbers (garbled), counted on the raw text."""
-    raw = pd.read_csv(file, dtype=str, keep_default_na=False)
+    try:
+        raw = pd.read_csv(file, dtype=str, keep_default_na=False)
+    except CSV_ERRORS:
+        return 0
+    columns = NUMBERS.get(file.name) or (numeric(raw.columns) if file.name == MEASUREMENTS_CSV
+                                         else ())
     return sum(int((raw[c].str.strip() != "").sum() - frame[c].notna().sum())
-               for c in NUMBERS.get(file.name, ()) if c in raw and c in frame)
+               for c in columns if c in raw and c in frame)
 
 
 def read_env(folder: Path) -> dict:
@@ -100,8 +105,7 @@ def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -
     measurements, state = read_measurements(folder, required), read_state(folder)
     read = {n: _read_optional(folder, n) for n in (SAMPLES_CSV, ROUNDS_CSV)} if samples else {}
     return RunFiles(folder, measurements, read.get(SAMPLES_CSV), read.get(ROUNDS_CSV),
-                    read_env(folder),
-                    state, table_problems(folder, measurements, state, read))
+                    read_env(folder), state, table_problems(folder, measurements, state, read))
 
 
 def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None,
@@ -120,14 +124,16 @@ def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None,
         frame = tables.get(name)
         if name in tables and frame is None and file.is_file():
             problems.append(f"{file}: not a readable CSV: its rows are left out")
-        if frame is None or not complete:
+        if frame is None:
             continue
-        expected = counted.get(name, state.get("done") if name == MEASUREMENTS_CSV else None)
-        if expected is not None and len(frame) != expected:
+        if bad := _not_numbers(file, frame):
+            problems.append(f"{file}: {bad} value(s) in numeric columns are not numbers "
+                            "(garbled): read as missing")
+        expected = counted[name] if name in counted else (
+            (state or {}).get("done") if name == MEASUREMENTS_CSV else None)
+        if complete and expected is not None and len(frame) != expected:
             problems.append(f"{file}: holds {len(frame)} rows where run.json counted {expected} "
                             "written: cut or edited")
-        if name != MEASUREMENTS_CSV and (bad := _not_numbers(file, frame)):
-            problems.append(f"{file}: {bad} value(s) in numeric columns are not numbers: garbled")
     twice = int(measurements.duplicated(list(KEY)).sum()) if set(KEY) <= set(measurements) else 0
     if twice:
         problems.append(f"{folder}: {twice} row(s) of {MEASUREMENTS_CSV} are there twice")

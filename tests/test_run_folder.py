@@ -213,6 +213,12 @@ def test_readers_name_a_sample_table_cut_or_garbled(small_run, tmp_path):
                for p in files.problems)
     assert files.samples["time_us"].isna().sum() == 2  # left out, never read as a time
     assert not read_run(garbled, samples=False).problems  # not read: not judged
+    rows = pd.read_csv(garbled / "measurements.csv")
+    rows["median_us"] = rows["median_us"].astype(object)
+    rows.loc[0, "median_us"] = "fast"
+    rows.to_csv(garbled / "measurements.csv", index=False)
+    assert any("measurements.csv: 1 value(s) in numeric columns are not numbers" in p
+               for p in read_run(garbled, samples=False).problems)
 
 
 def test_a_case_past_its_time_limit_is_failed_rows_and_exit_1(tmp_path):

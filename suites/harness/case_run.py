@@ -94,7 +94,8 @@ def _time(prepared: list[Prepared], case: Case, spec: RunSpec, meter: LoadMeter,
     for p in prepared:
         if p.contender is not None and p.contender.failed:
             p.row.status, p.row.reason = Status.FAILED, f"timing failed: {p.contender.failed}"
-        elif p.contender is not None and not any(s.variant == p.row.variant for s in slots):
+        elif p.contender is not None and clock.over() and not any(
+                s.variant == p.row.variant for s in slots):
             p.contender.failed = "no timing round"  # the limit came first: nothing to profile
             p.row.status, p.row.reason = Status.FAILED, clock.reason("not timed")
     return slots
