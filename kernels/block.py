@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kernels.base import Case, Inputs, Op, Variant, random_tensor
+from kernels.causal_reference import causal_attention
 from kernels.compiled import compile_prepare, cuda_only, eager_prepare
 from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
@@ -85,9 +86,7 @@ class DecoderBlockOp(Op):
             return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + EPS) * w
 
         q, k, v = (rms(x, n1) @ wqkv.T).view(B, S, 3, H, D // H).permute(2, 0, 3, 1, 4)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(D // H)  # (B, H, S, S)
-        future = torch.ones(S, S, dtype=torch.bool, device=x.device).triu(1)
-        attn = scores.masked_fill(future, float("-inf")).softmax(-1) @ v  # (B, H, S, D/H)
+        attn = causal_attention(q, k, v)  # (B, H, S, D/H), a block of query rows at a time
         h = x + attn.transpose(1, 2).reshape(B, S, D) @ wo.T  # (B, S, D)
         n = rms(h, n2)
         return h + (F.gelu(n @ wg.T, approximate="tanh") * (n @ wu.T)) @ wd.T

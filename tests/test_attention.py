@@ -1,6 +1,7 @@
 """What is specific to the attention block: its cost model, what its eager forms run (from the
 profile), and SDPA backends that a device lacks. Correctness of every variant is in
 test_variants.py, generated from the registry."""
+import math
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,17 @@ def test_missing_sdpa_backends_are_skipped_with_a_reason(dtype, tmp_path):
 def test_triton_flash_refuses_head_dims_it_cannot_hold():
     big = Case.make("attention", {**TINY, "D": 256}, "float32", "cuda")
     assert "D=256" in registry.get_variant("attention", "triton_flash").supports(big)
+
+
+def test_the_chunked_reference_is_the_whole_one_and_fits_the_largest_grid_case():
+    from kernels.causal_reference import SCORES_BYTES, causal_attention
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 37, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(8)
+    whole = scores.masked_fill(torch.ones(37, 37, dtype=torch.bool).triu(1), float("-inf"))
+    whole = torch.softmax(whole, -1) @ v
+    for budget in (1, 2 * 3 * 37 * 8 * 5, SCORES_BYTES):  # one row, 5 rows, all at once
+        assert torch.allclose(causal_attention(q, k, v, budget), whole, rtol=0, atol=1e-12)
+    # B4 H32 S8192, the CUDA grid's largest: a score chunk of 256 MiB, not 68.7 GB.
+    rows = SCORES_BYTES // (4 * 32 * 8192 * 8)
+    assert rows == 32 and 4 * 32 * rows * 8192 * 8 <= SCORES_BYTES

@@ -130,6 +130,24 @@ def test_a_result_remembered_from_the_first_call_is_caught(tmp_path):
     assert _measure(fake(prepare), tmp_path, baseline_err=1e-7).row.status == Status.INCORRECT
 
 
+def test_the_checked_call_comes_after_the_warm_up_like_the_timed_ones(tmp_path):
+    """A compile variant whose later calls go wrong (a CUDA-graph replay that reads a stale
+    buffer, as reduce-overhead may) is caught: the check sees a call after the warm-up, not
+    the recording calls before it."""
+    settle = 1 + QUICK.compile_warmup_calls  # the first call, then the warm-up calls
+
+    def prepare(case, inputs):
+        calls = []
+
+        def call():
+            calls.append(1)
+            out = torch.addmm(inputs["b"], inputs["x"], inputs["w"])
+            return out if len(calls) <= settle else out * 2  # the replays are wrong
+        return call
+    row = _measure(fake(prepare, family="compile"), tmp_path, baseline_err=1e-7).row
+    assert row.status == Status.INCORRECT and "exceeds tolerance" in row.reason
+
+
 def test_ok_row_has_timing_and_profile_columns(tmp_path):
     variant = registry.get_variant("matmul_add", "eager")
     out = _measure(variant, tmp_path, profile=True)
@@ -189,3 +207,16 @@ def test_runner_sets_the_roofline_before_the_findings_read_it(tmp_path):
         pytest.skip(f"the machine stalled the call (idle {row['idle_frac']:.0%}): no premise")
     codes = {f["code"] for f in result.findings}
     assert "memory_bound" in codes and "compute_bound" not in codes
+
+
+def test_a_compile_case_compiles_one_graph_for_every_pass(tmp_path):
+    """The check, the first call, timing and profiling run in one grad mode (inference): dynamo
+    guards on grad mode, so a check under no_grad and timing with grad enabled compiled two
+    graphs, and the timed graph was not the checked one."""
+    from torch._dynamo.utils import counters
+    torch._dynamo.reset()
+    counters.clear()
+    variant = registry.get_variant("matmul_add", "compile")
+    out = _measure(variant, tmp_path, profile=True)
+    assert out.row.status in (Status.OK, Status.NOISY), out.row.reason
+    assert counters["stats"]["unique_graphs"] == 1

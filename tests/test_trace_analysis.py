@@ -226,3 +226,19 @@ def test_a_copy_that_waited_and_a_sync_are_blocking_not_launch(tmp_path):
     [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "t.json"))).steps
     assert step.blocking_us == pytest.approx(146_000 + 50)
     assert step.launch_api_us == pytest.approx(5 + 4)  # the kernel's launch and the async copy
+
+
+def test_a_kernel_under_a_runtime_and_a_driver_launch_counts_once(tmp_path):
+    """cudaLaunchKernel and the cuLaunchKernel under it share one correlation id: one kernel,
+    one launch, whichever call the trace lists first."""
+    for driver_first in (False, True):
+        events = gpu_step(1, 0.0, kernels=(("gemm", 10.0),), corr_base=100)
+        driver = event("cuLaunchKernel", "cuda_driver", 3.5, 3, correlation=100)
+        events = [driver] + events if driver_first else events + [driver]
+        doc = {"traceEvents": events, "deviceProperties": [{"id": 0, "name": "H100"}]}
+        analysis = analyze(read_trace(write(doc, tmp_path / f"t{driver_first}.json")))
+        step = analysis.steps[0]
+        assert step.n_kernels == 1 and [k.name for k in step.kernels] == ["gemm"]
+        rows = CallProfile(analysis).kernel_rows()
+        assert [(r["kernel"], r["calls_per_call"], r["total_us_per_call"]) for r in rows] == [
+            ("gemm", 1.0, 10.0)]

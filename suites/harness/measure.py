@@ -1,5 +1,6 @@
-"""One (case, variant) before and after the timing rounds: support check, first call,
-correctness and warm-up (`prepare`), then the profiling pass (`profile`).
+"""One (case, variant) before and after the timing rounds: support check, first call, warm-up
+and correctness (`prepare`), then the profiling pass (`profile`); every pass in one grad mode
+(`pass_scope`).
 
 Whatever happens, the result is a row: `skipped` with the reason the variant or the harness
 gave, `failed` with the exception, `incorrect` with the error numbers (and not timed); the
@@ -8,6 +9,7 @@ rest become contenders in the case's timing rounds (suites/harness/case_run.py).
 from __future__ import annotations
 
 import gc
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,21 +86,30 @@ def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]
 
 def prepare(op: Op, variant: Variant, case: Case, spec: RunSpec,
             baseline_err: float | None) -> Prepared:
-    """Support check, inputs, the first call, the correctness check and the warm-up calls."""
+    """Support check, inputs, the first call, the warm-up calls and the correctness check."""
     row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
     reason = not_timed_here(variant, case) or variant.supports(case)
     if reason:
         row.status, row.reason = Status.SKIPPED, reason
         return Prepared(row, variant)
     try:
-        with variant.scope():
+        with pass_scope(variant):
             call = _prepare(op, variant, case, spec, baseline_err, row)
     except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
         row.status, row.reason = Status.FAILED, short_error(exc)
         return Prepared(row, variant)
     if call is None:
         return Prepared(row, variant)
-    return Prepared(row, variant, Contender(variant.name, call, variant.scope))
+    return Prepared(row, variant, Contender(variant.name, call, lambda: pass_scope(variant)))
+
+
+@contextmanager
+def pass_scope(variant: Variant):
+    """Every pass of a variant (first call, warm-up, check, timing rounds, profile): its own
+    settings, in one grad mode, inference. Dynamo guards on grad mode: a check under no_grad
+    and timing with grad on compiled two graphs, and the timed one was never checked."""
+    with torch.no_grad(), variant.scope():
+        yield
 
 
 def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
@@ -110,14 +121,16 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
     if variant.family == "compile":
         row.compile_cache = _fx_cache_outcome(before, _fx_cache_counts())
 
+    if variant.family == "compile":  # guards, autotuning and CUDA-graph capture settle
+        timing.warm_up(call, device_type, spec.timing.compile_warmup_calls)
+    else:
+        timing.warm_up(call, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
+    # Checked after the warm-up, so the checked call is one like the timed ones: for
+    # mode='reduce-overhead', a replay of the captured CUDA graph, not a recording call.
     row.check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
     if not row.check.passed:
         row.status, row.reason = Status.INCORRECT, row.check.problem
         return None
-    if variant.family == "compile":  # guards and autotuning settle over a few calls
-        timing.warm_up(call, device_type, spec.timing.compile_warmup_calls)
-    else:
-        timing.warm_up(call, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
     return call
 
 
