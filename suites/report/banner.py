@@ -53,7 +53,7 @@ def banner_lines(envs: list[dict], frame: pd.DataFrame, states=()) -> list[str]:
     (folder, run.json) of each run."""
     lines = [line for folder, state in states if (line := state_line(folder, state))]
     lines += list(dict.fromkeys(e["warning"] for e in envs if e.get("warning")))
-    lines += [line for e in envs if (line := rounds_line(e.get("rounds")))]
+    lines += list(dict.fromkeys(line for e in envs if (line := rounds_line(e.get("rounds")))))
     noisy = frame[frame["status"] == Status.NOISY]
     if len(noisy):
         lines.append(f"{len(noisy)} row(s) are noisy: too few clean timing rounds, so they are not "
