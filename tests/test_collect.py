@@ -301,7 +301,16 @@ def test_real_runs_make_every_output(real_runs, tmp_path, capsys):
     assert set(ladder.loc[ladder["suite"] == "matmul_add", "shape_note"]) == {
         "reference shape M4096-N4096-K4096 not run; closest: M32-N32-K32"}
     fits = pd.read_csv(out / "fits.csv")
-    assert set(fits["suite"]) == set(TINY) and fits["overhead_us"].notna().all()
+    assert set(fits["suite"]) == set(TINY)
+    # A row the machine's load made noisy is not a result, so its fit may have too few shapes:
+    # then the fit says why instead of a number.
+    said = fits["overhead_us"].notna() | fits["fit_note"].fillna("").str.len().gt(0)
+    assert said.all(), fits.to_string()
+    rows = pd.concat([pd.read_csv(p / "measurements.csv") for p in real_runs.iterdir()])
+    for (suite, variant), group in rows.groupby(["suite", "variant"]):
+        if (group["status"] == "ok").all() and variant != "triton":
+            fit = fits[(fits["suite"] == suite) & (fits["variant"] == variant)]
+            assert fit["overhead_us"].notna().all(), (suite, variant)
     breakeven = pd.read_csv(out / "breakeven.csv")
     assert set(breakeven["variant"]) == {"compile"} and len(breakeven) == 4
     page = (out / "ladder.html").read_text()

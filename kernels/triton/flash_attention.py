@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.triton import targets
 from kernels.triton.runtime import MAX_HEAD_DIM, check_tensors, kernels_interpreted
 
 _LOG2E = 1.4426950408889634
@@ -161,40 +162,13 @@ def _attn_fwd_kernel(
 
 def _cuda_configs() -> list:
     """A short autotune list for Hopper/Ampere-class GPUs (FA2-like tile shapes), as
-    (BLOCK_M, BLOCK_N, num_warps, num_stages); _prune_configs drops the misfits per call."""
+    (BLOCK_M, BLOCK_N, num_warps, num_stages); targets.flash_prune drops the misfits per call."""
     shapes = [(128, 64, 4, 3), (128, 64, 4, 4), (128, 64, 8, 3), (128, 128, 8, 3),
-              (128, 128, 8, 4), (64, 64, 4, 3), (64, 32, 4, 4)]
+              (128, 128, 8, 4), (64, 64, 4, 3), (64, 32, 4, 4),
+              (64, 32, 4, 2),  # fp32 at D=128: fits sm_80's shared memory
+              (64, 64, 8, 2)]  # 16-bit at D=128 on sm_80: eight warps share the accumulator
     return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st)
             for bm, bn, w, st in shapes]
-
-
-def _prune_configs(configs, named_args, **kwargs):
-    """Drop configs that would spill or not fit, instead of timing or failing them in tuning.
-
-    The budgets below were checked against ptxas -v for sm_90 (no GPU needed to compile).
-    """
-    q = named_args["q_ptr"]
-    seq_len = named_args["seq_len"]
-    block_d = kwargs.get("BLOCK_D", 64)
-    elt = q.element_size()
-    props = torch.cuda.get_device_properties(q.device)
-    smem_limit = getattr(props, "shared_memory_per_block_optin", 99 * 1024)
-
-    def smem_bytes(c):  # Q tile + num_stages buffers of K and V (+ a Q split for tf32x3)
-        tiles = c.kwargs["BLOCK_M"] * (2 if elt == 4 else 1) + 2 * c.num_stages * c.kwargs["BLOCK_N"]
-        return elt * block_d * tiles
-
-    def live_fp32_per_thread(c):  # accumulator (BLOCK_M, BLOCK_D) + scores (BLOCK_M, BLOCK_N)
-        return c.kwargs["BLOCK_M"] * (block_d + c.kwargs["BLOCK_N"]) / (32 * c.num_warps)
-
-    # ~128 live fp32 values per thread fit in 255 registers; fp32 inputs need about half as
-    # many since tf32x3 splits each operand in two.
-    reg_budget = 64 if elt == 4 else 128
-    fits = [c for c in configs if smem_bytes(c) <= smem_limit] or [min(configs, key=smem_bytes)]
-    kept = [c for c in fits
-            if c.kwargs["BLOCK_M"] <= max(64, triton.next_power_of_2(seq_len))
-            and live_fp32_per_thread(c) <= reg_budget]
-    return kept or [min(fits, key=live_fp32_per_thread)]
 
 
 # The interpreter cannot benchmark configs, so it gets a plain kernel and one small fixed config
@@ -207,7 +181,7 @@ else:
     _attn_fwd_launch = triton.autotune(
         configs=_cuda_configs(),
         key=_TUNE_KEY,
-        prune_configs_by={"early_config_prune": _prune_configs},
+        prune_configs_by={"early_config_prune": targets.flash_prune},
     )(_attn_fwd_kernel)
 
 _INTERPRET_BLOCK_M, _INTERPRET_BLOCK_N = 32, 16

@@ -15,10 +15,11 @@ from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_opera
                                         dot_flags, grid, grouped_tile, k_loop, new_output,
                                         store_tile)
 from kernels.triton.gemm_geglu import matmul_geglu  # noqa: F401  (re-export)
+from kernels.triton import targets
 from kernels.triton.runtime import kernels_interpreted
 
-# Configs that do not fit a GPU's shared memory (e.g. fp32 with big tiles) are dropped by the
-# autotuner as out-of-resources, so one list serves every dtype.
+# One list for every dtype and GPU: a config that does not fit a GPU's shared memory is dropped
+# by the autotuner as out-of-resources, and one that spills registers there by targets.py.
 GEMM_CONFIGS = INTERPRETER_CONFIGS if kernels_interpreted() else [
     config(128, 256, 64, 3, 8),  # the big Hopper/Ampere tiles win on large square problems
     config(256, 128, 64, 3, 8),
@@ -34,7 +35,8 @@ GEMM_CONFIGS = INTERPRETER_CONFIGS if kernels_interpreted() else [
 TUNE_KEY = ["M", "N", "K", "stride_bk", "stride_bn"]
 
 
-@triton.autotune(configs=GEMM_CONFIGS, key=TUNE_KEY)
+@triton.autotune(configs=GEMM_CONFIGS, key=TUNE_KEY,
+                 prune_configs_by={"early_config_prune": targets.gemm_prune("gemm")})
 @triton.heuristics(EVEN_K)
 @triton.jit
 def _matmul_bias_act_kernel(

@@ -13,6 +13,7 @@ from kernels.triton.activations import gelu_tanh
 from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands, config,
                                         dot_flags, grid, grouped_tile, k_loop, new_output,
                                         store_tile)
+from kernels.triton import targets
 from kernels.triton.runtime import kernels_interpreted
 
 # Two fp32 accumulators per program double the register use, so no 128x256 tiles here.
@@ -29,7 +30,8 @@ GEGLU_CONFIGS = INTERPRETER_CONFIGS if kernels_interpreted() else [
 TUNE_KEY = ["M", "N", "K", "stride_gk", "stride_gn"]
 
 
-@triton.autotune(configs=GEGLU_CONFIGS, key=TUNE_KEY)
+@triton.autotune(configs=GEGLU_CONFIGS, key=TUNE_KEY,
+                 prune_configs_by={"early_config_prune": targets.gemm_prune("geglu")})
 @triton.heuristics(EVEN_K)
 @triton.jit
 def _matmul_geglu_kernel(

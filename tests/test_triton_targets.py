@@ -1,0 +1,63 @@
+"""Every Triton config the kernels keep on sm_80 and sm_90, compiled ahead of time on this CPU
+with the ptxas in the triton wheel: none needs more shared memory than its target has, none
+spills in 16-bit (fp32 only where no fp32 config runs clean), every kernel keeps at least one
+config that fits, and the flash pruning's shared-memory estimate is never below the
+compiler's. (`python -m suites.benchmarks.triton_targets` without --kept-only also compiles the
+pruned configs and finds any pruned for nothing.)"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernels.triton import targets
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_kept_configs_fit_sm80_and_sm90(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")  # compile here, whatever ran before
+    done = subprocess.run([sys.executable, "-m", "suites.benchmarks.triton_targets",
+                           "--kept-only", "--jobs", str(min(2, os.cpu_count() or 1))],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, (done.stdout[-4000:] + done.stderr[-3000:])
+    assert last.endswith("0 problem(s)"), last
+    lines = [line for line in done.stdout.splitlines() if " sm_" in line and "kept" in line]
+    assert {line.split()[2] for line in lines} == {"sm_80", "sm_90"}
+    assert not any(" pruned " in line for line in lines)
+
+
+def test_the_pruning_uses_the_table_and_the_estimate():
+    from triton import Config
+    spilling = Config({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64,
+                       "GROUP_SIZE_M": 8}, num_warps=8, num_stages=3)
+    assert not targets.gemm_keeps("gemm", spilling, "bfloat16", 90, even_k=True)
+    assert targets.gemm_keeps("gemm", spilling, "bfloat16", 100, even_k=True)  # not checked
+    fp32_d128 = Config({"BLOCK_M": 64, "BLOCK_N": 32}, num_warps=4, num_stages=4)
+    # Estimated 196,608 B (the compiler needs 180,224 B), over sm_80's 166,912 B: dropped.
+    assert targets.flash_smem_bytes(fp32_d128, "float32", 128) == 196_608
+    assert not targets.flash_keeps(fp32_d128, "float32", 80, 128, 8192)
+    fallback = Config({"BLOCK_M": 64, "BLOCK_N": 32}, num_warps=4, num_stages=2)
+    assert targets.flash_keeps(fallback, "float32", 80, 128, 8192)
+    with pytest.raises(KeyError):
+        targets.config_key(Config({}, num_warps=4))
+
+
+def test_the_gemm_prune_reads_the_launch(monkeypatch):
+    """What the autotuner hands early_config_prune: the arguments by name, and the caller's
+    constexprs (HAS_RESIDUAL) as keywords."""
+    import torch
+    from kernels.triton.gemm_common import config
+    # The GPU list itself is not loaded under the interpreter: three of its configs.
+    GEMM_CONFIGS = [config(128, 256, 64, 3, 8), config(64, 128, 64, 4, 4), config(64, 64, 32, 4, 4)]
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    a = torch.empty(2, 2, dtype=torch.bfloat16)
+    prune = targets.gemm_prune("gemm")
+    plain = prune(GEMM_CONFIGS, {"a_ptr": a, "b_ptr": a, "K": 4096}, HAS_RESIDUAL=False)
+    residual = prune(GEMM_CONFIGS, {"a_ptr": a, "b_ptr": a, "K": 4096}, HAS_RESIDUAL=True)
+    unfit = targets.UNFIT[("gemm", "bfloat16", 90, "even")]
+    assert len(plain) == 3 and all(targets.config_key(c) not in unfit for c in plain)
+    assert [targets.config_key(c) for c in residual] == [(64, 128, 64, 4, 4), (64, 64, 32, 4, 4)]
