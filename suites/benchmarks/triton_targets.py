@@ -297,9 +297,10 @@ def main(argv=None) -> int:
     if args.json:
         args.json.write_text("".join(json.dumps(asdict(r)) + "\n" for r in results))
     for r in results:
-        state = r.error or f"{r.shared:>7,} B shared, {r.registers:>3} regs, {r.spill_bytes:>4} B spilled"
-        print(f"{r.kernel:5} {r.dtype:8} sm_{r.arch} {r.config:22} {'kept  ' if r.kept else 'pruned'} "
-              f"{state}  ({r.variant})")
+        state = r.error or (f"{r.shared:>7,} B shared, {r.registers:>3} regs, "
+                            f"{r.spill_bytes:>4} B spilled")
+        verdict = "kept  " if r.kept else "pruned"
+        print(f"{r.kernel:5} {r.dtype:8} sm_{r.arch} {r.config:22} {verdict} {state}  ({r.variant})")
     if args.table:
         print(table(results))
     found = problems(results, groups)
