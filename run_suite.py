@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from suites.cli_checks import check_group_choices
-from suites.hydra_sweep import SweepManifest, fixed_overrides, planned_jobs, sweep_params
+from suites.hydra_sweep import (SweepManifest, check_syntax, fixed_overrides, planned_jobs,
+                                sweep_params)
 from suites.errors import ConfigError
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, stop_on_signals
@@ -247,6 +248,7 @@ OmegaConf.register_new_resolver("pid", os.getpid, replace=True)
 
 if __name__ == "__main__":
     try:
+        check_syntax(sys.argv[1:])
         check_group_choices(sys.argv[1:], CONF_DIR)
         check_run_dir_creatable(RUN_DIR_GIVEN)
         check_multirun(sys.argv[1:], CONF_DIR)

@@ -18,6 +18,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from suites.errors import ConfigError
 from suites.results import atomic
 from suites.results.journal import SWEEP_JSON
 
@@ -33,6 +34,20 @@ def planned_jobs(args: list[str], params: Mapping | None = None) -> list[list[st
     args = [a for a in args if not a.startswith("-") and "=" in a and not is_hydra_override(a)]
     lines = [f"{k}={v}" for k, v in (params or {}).items()] + args
     return BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)[0]
+
+
+def check_syntax(args: list[str]) -> None:
+    """Each override parses, or one line naming it (Hydra's own message is a block of text with
+    a link, and exit 1)."""
+    parser = OverridesParser.create()
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        try:
+            parser.parse_overrides([arg])
+        except Exception as exc:  # Hydra's OverrideParseException, and a few others
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"{arg}: not a valid override ({first})") from None
 
 
 def fixed_overrides(args: list[str]) -> list[str]:

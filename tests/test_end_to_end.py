@@ -174,6 +174,7 @@ def test_multirun_over_dtypes(tmp_path):
     (["suite=nope"], "suite=nope: unknown suite; accepted: "),
     (["suite.sizes=[0]"], "suite.sizes: 0 is not a positive integer"),
     (["suite.variants=[eager,nope]"], "suite.variants: unknown variant 'nope'"),
+    (["suite.sizes=[64"], "suite.sizes=[64: not a valid override"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_run_folder(tmp_path, args, message):
     out = tmp_path / "never"
