@@ -13,8 +13,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
-$(STAMP): requirements.txt
+# Then the project itself, editable (pyproject.toml), so its commands (fusebench-report, ...)
+# work from any folder; the venv's setuptools builds it, so nothing more is downloaded.
+$(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(VENV)/bin/python -m pip install --quiet --no-build-isolation --no-deps -e .
 	touch $(STAMP)

@@ -179,7 +179,9 @@ def job_resume(spec, out_dir: Path):
 RUN_FOLDERS: list[Path] = []  # the folders this process's jobs ran in, for the exit status
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+# An absolute path: a relative one is resolved against the importer's file, which breaks when
+# run_suite runs as the installed `fusebench-run` command (pyproject.toml).
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
@@ -246,7 +248,9 @@ EXISTED = ({Path(RUN_DIR_GIVEN).resolve(): {n for n in HYDRA_FILES
 # Two runs started in the same second get different default folders.
 OmegaConf.register_new_resolver("pid", os.getpid, replace=True)
 
-if __name__ == "__main__":
+def cli() -> None:
+    """`python run_suite.py ...` and `fusebench-run ...`: the checks Hydra does not make, the
+    run, and the exit status (suites/results/exit_status.py)."""
     try:
         check_syntax(sys.argv[1:])
         check_group_choices(sys.argv[1:], CONF_DIR)
@@ -256,3 +260,7 @@ if __name__ == "__main__":
         fail(str(exc))
     main()
     sys.exit(final_status())
+
+
+if __name__ == "__main__":
+    cli()

@@ -167,10 +167,11 @@ def _sdpa_supports(backend: SDPBackend):
 
 
 def _prepare_triton(case: Case, inputs: Inputs):
-    from kernels.triton.flash_attention import flash_attention  # lazy: Triton may be missing
+    # Lazy: Triton may be missing. Checked here, once: a timed call only launches.
+    from kernels.triton.flash_attention import prepare_flash_attention
 
     q, k, v = inputs["q"], inputs["k"], inputs["v"]  # (B, H, S, D)
-    return lambda: flash_attention(q, k, v, causal=True)
+    return prepare_flash_attention(q, k, v, causal=True)
 
 
 _SDPA_DESCRIPTIONS = {

@@ -81,6 +81,10 @@ class Op:
     params: tuple[str, ...] = ()  # the named parameters a case of this op carries, in order
     # Categorical parameters and their values (every other parameter is a positive size).
     choices: dict[str, tuple[str, ...]] = {}
+    # Sizes a case carries only when they differ from their default, so the ids (and results)
+    # of cases without them stay as they were: matmul_add's batch B (3-D inputs) is 1 unless a
+    # sweep asks for more (suite.batch). Formulas may use them.
+    optional: dict[str, int] = {}
     baseline: str = "eager"  # the variant every speedup is measured against
     size_axis: str = ""  # the size on the x axis of the suite's plots
     rung: int = 0  # position on the ladder: suites are listed and reported in this order
@@ -106,7 +110,15 @@ class Op:
         raise NotImplementedError
 
     def _values(self, case: Case) -> dict[str, Value]:
-        return {**case.values, "itemsize": case.torch_dtype.itemsize}
+        return {**self.optional, **case.values, "itemsize": case.torch_dtype.itemsize}
+
+    def value(self, case: Case, name: str) -> Value:
+        """A parameter of `case`, an optional one at its default where the case has none."""
+        return case.values.get(name, self.optional.get(name))
+
+    def columns(self, present) -> list[str]:
+        """The parameter columns of a results table: the optional ones it has, then params."""
+        return [p for p in self.optional if p in present] + list(self.params)
 
     def flops(self, case: Case) -> float:
         return self.flops_formula.evaluate(self._values(case))
@@ -157,6 +169,9 @@ class Variant:
     # Entered once around all of a variant's calls (first call, check, timing, profile): global
     # settings a variant needs, such as a pinned SDPA backend, without timing their set-up.
     scope: Callable[[], ContextManager] = contextlib.nullcontext
+    # A variant that replays a CUDA graph captured from another's compiled code (mode=
+    # 'reduce-overhead' of 'compile'): that variant's name. Its profile is checked against it.
+    replays: str | None = None
 
     def __post_init__(self):
         if self.family not in FAMILIES:

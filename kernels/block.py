@@ -210,7 +210,7 @@ register_variant(Variant(OP, "compile", "compile", compile_prepare(_parts),
                          description="torch.compile of the eager module (default mode): norms, "
                                      "adds and gelu*mul fused around library GEMMs"))
 register_variant(Variant(OP, "compile_reduce_overhead", "compile", _prepare_reduce_overhead,
-                         supports=cuda_only,
+                         supports=cuda_only, replays="compile",
                          description="torch.compile mode='reduce-overhead': the compiled block "
                                      "replayed as one CUDA graph"))
 register_variant(Variant(OP, "triton", "triton", _prepare_triton,

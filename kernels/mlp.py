@@ -87,15 +87,17 @@ def _prepare_triton_geglu(case: Case, inputs: Inputs):
     from kernels.triton.geglu import geglu  # lazy: Triton may be missing
 
     x, wg, wu, wd = (inputs[k] for k in ("x", "w_gate", "w_up", "w_down"))
+    # geglu's inputs are new tensors every call, so its checks run every call (a few us).
     return lambda: F.linear(geglu(F.linear(x, wg), F.linear(x, wu)), wd)
 
 
 def _prepare_triton_fused(case: Case, inputs: Inputs):
-    from kernels.triton.gemm import matmul_geglu  # lazy: Triton may be missing
+    from kernels.triton.gemm import prepare_matmul_geglu  # lazy: Triton may be missing
 
     x, wg, wu, wd = (inputs[k] for k in ("x", "w_gate", "w_up", "w_down"))
     wg_t, wu_t = wg.t(), wu.t()  # (D, I) views: read through strides, never copied
-    return lambda: F.linear(matmul_geglu(x, wg_t, wu_t), wd)
+    gate_up = prepare_matmul_geglu(x, wg_t, wu_t)  # checked once: a call only launches
+    return lambda: F.linear(gate_up(), wd)
 
 
 register_op(GeGLUMLP())

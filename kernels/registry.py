@@ -39,7 +39,7 @@ def _check_op(op: Op) -> None:
         raise ValueError(f"{where}: choices must be non-empty lists of lower-case names, got {bad}")
     if set(op.test_shape) != set(sizes):
         raise ValueError(f"{where}: test_shape {sorted(op.test_shape)} must give every size {sizes}")
-    names = (*op.params, "itemsize")
+    names = (*op.params, *op.optional, "itemsize")
     for formula in (op.flops_formula, op.bytes_formula):
         if not formula.names <= set(names):
             raise ValueError(f"{where}: formula {formula.expression!r} uses names outside {names}")

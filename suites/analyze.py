@@ -27,6 +27,7 @@ from suites.findings import FindingContext, run_detectors
 from suites.findings.verdict import step_verdict
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.device_time import GPU, on_gpu, unread_device_categories
+from suites.profiling.occupancy import ATTENTION_NOTE, is_attention
 from suites.profiling.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
                                            trace_timeline)
 from suites.profiling.trace_analysis import analyze
@@ -136,13 +137,44 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
         lines.append(f"median per step: host {medians['host_us']:.4g} us, device "
                      f"{medians['device_us']:.4g} us, {medians['n_kernels']:g} kernels, busy "
                      f"{1 - medians['idle_frac']:.0%}")
-    kernels = pd.DataFrame(profile.kernel_rows()).head(top)
-    if len(kernels):
-        kernels["kernel"] = kernels["kernel"].str.slice(0, 70)
-        lines += ["", f"top {len(kernels)} kernels (per step):", kernels.to_string(**fmt)]
+    lines += kernel_tables(profile.kernel_rows(), top, fmt)
     lines += ["", "findings:"] + ([f"  [{f.severity}] {f.code}: {f.statement}" for f in findings]
                                    or ["  (none)"])
     return "\n".join(lines)
+
+
+# The console's kernel tables: time and occupancy for the top kernels, identity and achieved
+# rate for the GEMMs among them (kernels.csv has every column).
+TIME_COLUMNS = {"kernel": "kernel", "kind": "kind", "calls_per_call": "calls",
+                "total_us_per_call": "total us", "mean_us": "mean us",
+                "registers_per_thread": "regs", "shared_mem_bytes": "smem B",
+                "est_occupancy_pct": "est occ %", "theoretical_occupancy_pct": "occ %",
+                "occupancy_limit": "occ limited by"}
+GEMM_COLUMNS = {"kernel": "GEMM kernel", "gemm_library": "library", "gemm_arch": "arch",
+                "gemm_dtype": "dtype", "gemm_layout": "layout", "gemm_tile": "tile",
+                "gemm_stages": "stages", "gemm_tensor_core": "TC", "gemm_shapes": "M x N x K",
+                "gemm_tflops": "TFLOP/s"}
+
+
+def kernel_tables(rows: list[dict], top: int, fmt: dict) -> list[str]:
+    kernels = pd.DataFrame(rows).head(top)
+    if not len(kernels):
+        return []
+    kernels["kernel"] = kernels["kernel"].str.slice(0, 60)
+    is_gemm = kernels["gemm_library"].notna() if "gemm_library" in kernels else None
+    for name in kernels.columns:  # na_rep covers NaN, not a text column's None
+        if not pd.api.types.is_numeric_dtype(kernels[name]):
+            kernels[name] = kernels[name].fillna("-")
+    shown = kernels[[c for c in TIME_COLUMNS if c in kernels]].rename(columns=TIME_COLUMNS)
+    lines = ["", f"top {len(kernels)} kernels (per step; est occ: the profiler's estimate, "
+                 "occ: theoretical):", shown.to_string(**fmt)]
+    if is_gemm is not None and is_gemm.any():
+        gemms = kernels[is_gemm][list(GEMM_COLUMNS)].rename(columns=GEMM_COLUMNS)
+        lines += ["", "GEMM kernels among them (from their names; M x N x K from the op that "
+                      "launched each, where the trace recorded shapes):", gemms.to_string(**fmt)]
+    if any(is_attention(name) for name in kernels["kernel"]):
+        lines.append(f"note: {ATTENTION_NOTE}")
+    return lines
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ DEVICES = ("auto", "cpu", "cuda")
 KNOWN_KEYS = {
     "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
                "resume"),
-    "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids"),
+    "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids", "batch"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
                "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s"),
     "profile": ("enabled", "wait", "warmup", "active", "record_shapes", "row_limit"),
@@ -137,10 +137,27 @@ def _shapes(suite_cfg: Mapping, op, device: str) -> list[dict[str, Value]]:
     return square_shapes(value, op) if keys[0] == "sizes" else axes_shapes(value, op)
 
 
+def _batched(shapes: list[dict[str, Value]], batch, op) -> list[dict[str, Value]]:
+    """Each shape at each batch of suite.batch: B first in the case id (B4-M64-N64-K64), and
+    absent at its default, so a 2-D case keeps the id it always had."""
+    if "B" not in op.optional:
+        raise ConfigError(f"suite.batch: {op.name} has no batch axis; only "
+                          "matmul_add takes 3-D inputs (B, M, K)")
+    if not isinstance(batch, (list, tuple)) or not batch:
+        raise ConfigError(f"suite.batch: expected a non-empty list, e.g. suite.batch=[1,4], "
+                          f"got {batch!r}")
+    no_duplicates(batch, "suite.batch")
+    sizes = [positive_int(b, "suite.batch") for b in batch]
+    return [shape if b == op.optional["B"] else {"B": b, **shape}
+            for b in sizes for shape in shapes]
+
+
 def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
     check_keys(suite_cfg, "suite")
     op = get_suite(_require(suite_cfg, "name", "suite")).op
     shapes = _shapes(suite_cfg, op, device)
+    if "batch" in suite_cfg:
+        shapes = _batched(shapes, suite_cfg["batch"], op)
     for shape in shapes:  # a shape the op cannot build fails here, not as failed rows
         problem = op.shape_problem(shape)
         if problem:

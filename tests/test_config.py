@@ -40,7 +40,7 @@ def test_default_cpu_grid():
     assert spec.suite.name == "matmul_add"
     assert [dict(s)["M"] for s in spec.suite.shapes] == [64, 128, 256, 512, 1024, 2048]
     assert spec.suite.dtypes == ("float32", "bfloat16")
-    assert spec.suite.variants == ("eager", "addmm", "compile", "triton")
+    assert spec.suite.variants == ("eager", "addmm", "compile", "triton", "triton_tma")
 
 
 def test_cuda_grid_goes_to_8192_with_float16():

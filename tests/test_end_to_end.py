@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ["measurements.csv", "kernels.csv", "samples.csv", "rounds.csv", "findings.csv", "env.json",
          "report.html", ".hydra/config.yaml", ".hydra/overrides.yaml"]
-PLOTS = ["time_vs_size.png", "speedup.png", "breakdown.png", "kernels_per_call.png"]
+PLOTS = ["time_vs_size.png", "speedup.png", "where_time_goes.png", "kernels_per_call.png",
+         "answer.png"]
 
 
 def run_suite(*args, cwd=ROOT):
@@ -51,24 +52,27 @@ def test_every_file_is_written(tiny_run):
         assert (out / "plots" / name).stat().st_size > 10_000, name
     assert f"run folder: {out}" in result.stdout
     assert "M40-N40-K40-fp32" in result.stdout  # the summary table
+    assert not (out / "run_suite.log").exists()  # Hydra's job log is off (conf/config.yaml)
+    assert "left] M40-N40-K40-fp32" in result.stderr  # the time left, once a case is done
 
 
 def test_every_case_and_variant_is_a_row(tiny_run):
     out, _ = tiny_run
     frame = pd.read_csv(out / "measurements.csv")
-    assert len(frame) == 2 * 4
-    assert set(frame["variant"]) == {"eager", "addmm", "compile", "triton"}
+    assert len(frame) == 2 * 5
+    assert set(frame["variant"]) == {"eager", "addmm", "compile", "triton", "triton_tma"}
     # A row the machine's load spoiled is `noisy` (and says why); anything else must be ok.
-    ran = frame[frame["variant"] != "triton"]
+    triton = frame["family"] == "triton"
+    ran = frame[~triton]
     assert ran["status"].isin(["ok", "noisy"]).all(), ran[["variant", "status", "reason"]]
     noisy = ran[ran["status"] == "noisy"]
     assert noisy["reason"].str.contains("rounds clean").all() and noisy["speedup"].isna().all()
     ran = ran[ran["status"] == "ok"]
-    skipped = frame[frame["variant"] == "triton"]
+    skipped = frame[triton]
     assert (skipped["status"] == "skipped").all()
     assert skipped["reason"].str.contains("CUDA GPU").all()
     for column in ["median_us", "p10_us", "p90_us", "min_us", "host_us", "device_us", "n_kernels",
-                   "n_cpu_ops", "tflops", "gbps", "pct_peak", "max_abs_err",
+                   "n_cpu_ops", "tflops", "gbps", "pct_peak", "max_abs_err", "peak_mem_mb",
                    "first_call_ms", "threads", "rounds", "rounds_dropped"]:
         assert ran[column].notna().all(), column
     # A speedup pairs rounds in which the row and an ok baseline of its case were both clean
@@ -144,6 +148,8 @@ def test_report_states_bound_and_fusion_per_size(tiny_run):
     if (rows.loc[:, "addmm"] == "ok").any():
         assert "aten::addmm replaced aten::mm + aten::add" in said
     assert "data:image/png;base64," in html and "http" not in html.split("<h2>How to read")[0]
+    assert (out / "optree.csv").is_file() and "<h2>Op tree per call, against eager</h2>" in html \
+        and "<h2>Hotspots: the top 15 ops per call by self time</h2>" in html
     findings = pd.read_csv(out / "findings.csv")
     bounds = findings[findings["code"].str.endswith("_bound") & (findings["variant"] == "eager")]
     assert len(bounds) == len(clean)

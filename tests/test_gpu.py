@@ -1,5 +1,8 @@
 """Checks that need a CUDA GPU (skipped elsewhere): the CUDA timing path, kernels per call read
 from real CUPTI traces, and the Triton variants against cuBLAS on the device."""
+import re
+from collections import Counter
+
 import pytest
 import torch
 
@@ -15,34 +18,67 @@ pytestmark = pytest.mark.gpu
 TIMING = TimingSpec("gpu-test", 0.05, 10, 200, 3, 3, True, torch.get_num_threads())
 
 
-def _row(tmp_path, op_name, variant, params, dtype="bfloat16"):
+def _measured(tmp_path, op_name, variant, params, dtype="bfloat16"):
     case = Case.make(op_name, params, dtype, "cuda")
     spec = run_spec(tmp_path, case, [variant], TIMING, ProfileSpec(True, 1, 1, 3, False, 10))
     out = measure(registry.get_op(op_name), registry.get_variant(op_name, variant), case, spec, None)
     assert out.row.ok, out.row
-    return out.row
+    return out
 
 
-def test_eager_matmul_add_is_two_kernels_and_addmm_one(tmp_path):
+def _row(tmp_path, op_name, variant, params, dtype="bfloat16"):
+    return _measured(tmp_path, op_name, variant, params, dtype).row
+
+
+# cuBLAS(Lt) chooses its kernels per shape and version: a split-K GEMM adds a reduction kernel,
+# a workspace a memset. The tests count what the series counts (GEMMs, and the elementwise
+# kernels around them) and let the library add its own.
+GEMM = re.compile(r"gemm|cutlass|xmma|nvjet|cublas|splitk|matmul", re.I)
+
+
+def _launches(measured) -> Counter:
+    """Launches per call by class: gemm (the GEMM and its library helpers), copy (memcpy),
+    memset, elementwise (everything else)."""
+    out = Counter()
+    for k in measured.profile.kernel_rows():
+        kind = ("gemm" if GEMM.search(k["kernel"]) else "elementwise") if k["kind"] == "kernel" \
+            else {"memcpy": "copy"}.get(k["kind"], k["kind"])
+        out[kind] += k["calls_per_call"]
+    return out
+
+
+def test_eager_matmul_add_is_a_gemm_and_an_add_and_addmm_a_gemm(tmp_path):
     square = {"M": 1024, "N": 1024, "K": 1024}
-    eager = _row(tmp_path, "matmul_add", "eager", square)
-    addmm = _row(tmp_path, "matmul_add", "addmm", square)
-    assert eager.profile.n_kernels == 2 and addmm.profile.n_kernels == 1
-    assert eager.timing.cache == "cold" and eager.profile.launch_api_us > 0
-    assert eager.profile.device_us > 0 and eager.timing.median_us > 0
+    eager = _measured(tmp_path, "matmul_add", "eager", square)
+    addmm = _measured(tmp_path, "matmul_add", "addmm", square)
+    assert _launches(eager)["gemm"] >= 1 and _launches(eager)["elementwise"] == 1  # the add
+    assert _launches(addmm)["gemm"] >= 1 and _launches(addmm)["elementwise"] == 0  # in the epilogue
+    row = eager.row
+    assert row.timing.cache == "cold" and row.profile.launch_api_us > 0
+    assert row.profile.device_us > 0 and row.timing.median_us > 0
+    assert 0 < row.kernel_us <= row.timing.median_us * 1.05  # the host path hides when queued
 
 
-def test_compile_of_matmul_add_runs_at_most_two_kernels(tmp_path):
-    row = _row(tmp_path, "matmul_add", "compile", {"M": 512, "N": 512, "K": 512})
-    assert row.profile.n_kernels <= 2  # addmm, maybe the bias copy the series saw
+def test_compile_of_matmul_add_is_one_gemm_and_at_most_a_copy(tmp_path):
+    launches = _launches(_measured(tmp_path, "matmul_add", "compile", {"M": 512, "N": 512, "K": 512}))
+    assert launches["gemm"] >= 1  # addmm, maybe the bias copy the series saw
+    assert launches["elementwise"] + launches["copy"] <= 1
+
+
+def test_reduce_overhead_profile_shows_the_compiled_graphs_kernels(tmp_path):
+    shape = {"B": 1, "S": 128, "D": 256, "H": 4, "I": 512}
+    compiled = _row(tmp_path / "c", "block", "compile", shape)
+    replay = _row(tmp_path / "r", "block", "compile_reduce_overhead", shape)
+    assert replay.profile.n_kernels >= compiled.profile.n_kernels, replay.reason
 
 
 def test_triton_gemm_close_to_cublas_at_4096_bf16(tmp_path):
     shape = {"M": 4096, "N": 4096, "K": 4096}
     triton_row = _row(tmp_path, "matmul_add", "triton", shape)
     addmm_row = _row(tmp_path, "matmul_add", "addmm", shape)
-    # The issue's target is 0.9x; the test only guards against a gross regression.
-    assert addmm_row.timing.median_us / triton_row.timing.median_us > 0.5
+    # Kernel time, not latency: the wrapper's host path is not the kernel's. The target is
+    # 0.9x (gpu_check reports it); the test only guards against a gross regression.
+    assert addmm_row.kernel_us / triton_row.kernel_us > 0.5
 
 
 def test_cuda_timing_includes_host_time_of_small_calls():

@@ -118,3 +118,13 @@ def test_report_conventions_state_the_code_s_own_facts(monkeypatch):
     from suites.harness import correctness
     monkeypatch.setitem(correctness.FLOOR, "float32", 3e-5)  # change the code, the text follows
     assert "fp32 3e-05" in conventions_html(op, EXPLAINED)
+
+
+def test_every_finding_code_has_its_catalog_entry():
+    """The README's table of findings comes from suites/findings/catalog.py: a new code without
+    an entry (what it says, the post it comes from) would be missing there."""
+    from suites.findings.catalog import CATALOG, SERIES
+    from suites.findings.codes import Code
+
+    assert set(CATALOG) == set(Code), set(Code) ^ set(CATALOG)
+    assert {post for _, post in CATALOG.values()} <= set(SERIES)

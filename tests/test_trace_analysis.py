@@ -228,7 +228,7 @@ def test_a_copy_that_waited_and_a_sync_are_blocking_not_launch(tmp_path):
     assert step.launch_api_us == pytest.approx(5 + 4)  # the kernel's launch and the async copy
 
 
-def test_a_kernel_under_a_runtime_and_a_driver_launch_counts_once(tmp_path):
+def test_runtime_and_driver_launches_in_either_order_give_one_kernel_row(tmp_path):
     """cudaLaunchKernel and the cuLaunchKernel under it share one correlation id: one kernel,
     one launch, whichever call the trace lists first."""
     for driver_first in (False, True):

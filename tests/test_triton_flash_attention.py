@@ -5,6 +5,8 @@ import pytest
 import torch
 
 pytest.importorskip("triton")
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 from kernels.triton import flash_attention as fa  # noqa: E402
 from kernels.triton.flash_attention import flash_attention  # noqa: E402
@@ -61,6 +63,53 @@ def test_flash_attention_batches_heads_and_scale():
     q, k, v = _inputs((2, 3, 45, 32), torch.float32, seed=7)
     out = flash_attention(q, k, v, causal=True, sm_scale=0.3)
     _assert_close(out, _reference(q, k, v, True, sm_scale=0.3), torch.float32)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+@pytest.mark.parametrize("B, H, S, dtype", [(3, 2, 45, torch.float32), (2, 5, 70, torch.float16),
+                                            (1, 7, 33, torch.float32)])
+def test_flash_attention_grouped_programs(B, H, S, dtype, causal):
+    # Every (batch, head) has its own data, so a program that computes one head's query block
+    # from another's K/V (a wrong 1-D grid mapping) shows as a large error.
+    q, k, v = _inputs((B, H, S, 16), dtype, seed=B * 100 + H * 10 + S)
+    _assert_close(flash_attention(q, k, v, causal=causal), _reference(q, k, v, causal), dtype)
+
+
+@triton.jit
+def _program_tiles_kernel(out_ptr, CAUSAL: tl.constexpr):
+    # This program's row of out: its place in dispatch order (axis 0 fastest, as CUDA numbers
+    # blocks), then the (batch, head, query block) the flash kernel gives it.
+    linear = tl.program_id(0) + tl.num_programs(0) * (
+        tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
+    off_b, off_h, block = fa._program_tile(CAUSAL)
+    row = out_ptr + 4 * linear
+    tl.store(row, linear)
+    tl.store(row + 1, off_b)
+    tl.store(row + 2, off_h)
+    tl.store(row + 3, block)
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_programs_in_flight_together_share_a_head(causal):
+    """The launch order: each head's query blocks are consecutive programs (so a wave of them
+    reuses that head's K/V from L2), every (batch, head, block) exactly once, and for causal
+    the heaviest (last) block of each head first."""
+    B, H, n_blocks = 2, 3, 10
+    out = torch.full((B * H * n_blocks, 4), -1, dtype=torch.int32, device=DEVICE)
+    _program_tiles_kernel[(n_blocks, H, B)](out, CAUSAL=causal)
+    rows = out.cpu().tolist()
+    assert [r[0] for r in rows] == list(range(B * H * n_blocks))
+    assert sorted(tuple(r[1:]) for r in rows) == [
+        (b, h, m) for b in range(B) for h in range(H) for m in range(n_blocks)]
+    for pid, b, h, m in rows:
+        assert b * H + h == pid // n_blocks  # n_blocks programs in a row per head
+        assert m == (n_blocks - 1 - pid % n_blocks if causal else pid % n_blocks)
+
+
+def test_flash_attention_rejects_more_heads_than_grid_axis_takes():
+    q = torch.zeros(1, 1, 1, 16, device=DEVICE).expand(1, 65536, 1, 16)  # no memory behind it
+    with pytest.raises(ValueError, match="H=65536 must each be at most 65535"):
+        flash_attention(q, q, q)
 
 
 def test_flash_attention_non_contiguous_layout():

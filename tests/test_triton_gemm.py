@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 
 pytest.importorskip("triton")
-from kernels.triton import gemm, gemm_common, gemm_geglu  # noqa: E402  (TRITON_INTERPRET set by conftest)
+# TRITON_INTERPRET is set by conftest before these import
+from kernels.triton import gemm, gemm_common, gemm_geglu, gemm_tma  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # Max |error| relative to max |reference|. fp32 is an exact (ieee) dot; for fp16/bf16 the
@@ -208,3 +209,96 @@ def test_tune_keys_name_kernel_arguments(kernel):
 
 def test_matmul_geglu_is_reexported():
     assert gemm.matmul_geglu is gemm_geglu.matmul_geglu
+
+
+# --- the Hopper TMA GEMM (gemm_tma.py): the interpreter runs its tensor descriptors ---------
+# Rows of a multiple of 16 bytes in every dtype (TMA's rule), not multiples of the blocks.
+TMA_SHAPES = [(37, 40, 24), (65, 24, 72), (1, 72, 40)]  # (M, N, K)
+
+
+@pytest.mark.parametrize("shape", TMA_SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["rowmajor", "weight_t"])
+def test_matmul_bias_act_tma(shape, dtype, layout):
+    M, N, K = shape
+    a, w, bias = _inputs(M, N, K, dtype, seed=7)
+    b = w.t() if layout == "weight_t" else w.t().contiguous()  # (K, N) either way
+    activation = "relu" if layout == "weight_t" else "none"
+    out = gemm_tma.matmul_bias_act_tma(a, b, bias, activation)
+    assert out.dtype == dtype
+    _assert_close(out, _reference(a, b, bias, activation), dtype)
+
+
+def test_tma_pads_with_zeros_and_reads_nothing_outside():
+    """a and b are windows of NaN-filled buffers: a NaN in the output would mean a tile load
+    read past the descriptor's shape (rows, or K) instead of padding with zeros."""
+    M, N, K = 37, 40, 24
+    a_buf = torch.full((M + 9, K + 8), float("nan"), device=DEVICE)
+    b_buf = torch.full((K + 40, N + 8), float("nan"), device=DEVICE)
+    a, w, bias = _inputs(M, N, K, torch.float32, seed=8)
+    a_buf[:M, :K], b_buf[:K, :N] = a, w.t()
+    out = gemm_tma.matmul_bias_act_tma(a_buf[:M, :K], b_buf[:K, :N], bias)
+    _assert_close(out, _reference(a, w.t(), bias, "none"), torch.float32)
+
+
+def test_tma_call_is_checked_once_and_reads_current_values():
+    a, w, bias = _inputs(37, 40, 24, torch.float16, seed=9)
+    b = w.t().contiguous()
+    call = gemm_tma.prepare_matmul_bias_act_tma(a, b, bias)
+    first = call()
+    a.mul_(2)  # a refill in place: the prepared call must see it
+    second = call()
+    assert second.data_ptr() != first.data_ptr()  # a fresh output per call
+    _assert_close(second, _reference(a, b, bias, "none"), torch.float16)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: (torch.randn(5, 29), torch.randn(29, 8)), "K=29 at 4 B per element is 116 B"),
+    (lambda: (torch.randn(5, 8), torch.randn(8, 7)), "N=7 at 4 B"),
+    (lambda: (torch.randn(8, 5).t(), torch.randn(8, 8)), "a must be row-major"),
+    (lambda: (torch.randn(5, 8), torch.randn(8, 16)[:, ::2]), "row-major or a weight.t"),
+    (lambda: (torch.randn(5, 8), torch.randn(9, 8)), "inner dimensions"),
+    (lambda: (torch.randn(5, 8)[:, 1:5], torch.randn(4, 8)), "16-byte aligned"),
+])
+def test_tma_refuses_what_a_descriptor_cannot_read(make, match):
+    a, b = (t.to(DEVICE) for t in make())
+    with pytest.raises(ValueError, match=match):
+        gemm_tma.matmul_bias_act_tma(a, b)
+
+
+def test_tma_tune_key_names_kernel_arguments():
+    kernel = gemm_tma._matmul_tma_kernel
+    assert set(kernel.keys) <= set(kernel.arg_names) and "B_KMAJOR" in kernel.keys
+
+
+def test_tma_variant_skips_off_hopper(monkeypatch):
+    """A reason (a skip, not a failure) on a GPU older than sm_90, and on rows TMA cannot
+    read; on this machine's interpreter, an aligned case runs."""
+    from kernels import registry
+    from kernels.base import Case
+    variant = registry.get_variant("matmul_add", "triton_tma")
+    assert variant.family == "triton"
+    ampere = Case.make("matmul_add", {"M": 64, "N": 64, "K": 64}, "bfloat16", "cuda")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    assert "compute capability 9.0" in variant.supports(ampere)
+    assert "this GPU is 8.0" in variant.supports(ampere)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert variant.supports(ampere) is None
+    odd = Case.make("matmul_add", {"M": 37, "N": 45, "K": 29}, "float32", DEVICE)
+    assert "16 bytes" in variant.supports(odd)
+    aligned = Case.make("matmul_add", {"M": 37, "N": 40, "K": 24}, "float32", DEVICE)
+    if DEVICE == "cpu":
+        assert variant.supports(aligned) is None  # the interpreter runs descriptors
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["rowmajor", "weight_t"])
+def test_tma_at_the_target_shape(layout):
+    """bf16 4096^3 (the issue's GEMM target), autotuned on a Hopper GPU, against float64."""
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the TMA GEMM needs sm_90+")
+    a, w, bias = _inputs(4096, 4096, 4096, torch.bfloat16, seed=10)
+    b = w.t() if layout == "weight_t" else w.t().contiguous()
+    out = gemm_tma.matmul_bias_act_tma(a, b, bias)
+    ref = (a.double() @ b.double() + bias.double()).cpu()
+    _assert_close(out, ref, torch.bfloat16)

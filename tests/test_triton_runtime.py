@@ -67,3 +67,39 @@ def test_every_wrapper_raises_runtime_error_on_a_device_triton_cannot_use(op):
     # Valid inputs on the wrong device: the same RuntimeError from all four modules.
     with pytest.raises(RuntimeError, match=f"{op}: tensors are on meta: .*not meta"):
         _calls()[op]()
+
+
+def _counted(monkeypatch, module):
+    """Counts the calls of `module`'s check_tensors (the one check every wrapper makes)."""
+    calls = []
+    real = module.check_tensors
+    monkeypatch.setattr(module, "check_tensors", lambda *a, **k: (calls.append(1), real(*a, **k)))
+    return calls
+
+
+def test_prepared_wrappers_check_once_and_each_call_only_launches(monkeypatch):
+    """A timed Triton call is the kernel's launch, not its argument checks: the variants take
+    the `prepare_` forms, which check when prepared and never again."""
+    from kernels.triton import gemm_common, geglu, rows
+    from kernels.triton.gemm import prepare_matmul_bias_act, prepare_matmul_geglu
+    from kernels.triton.rmsnorm import prepare_rms_norm
+
+    g = torch.Generator().manual_seed(0)
+    a, b, bias = (torch.randn(*s, generator=g).to(DEVICE) for s in ((20, 24), (24, 12), (12,)))
+    counted = {m.__name__: _counted(monkeypatch, m) for m in (gemm_common, geglu, rows)}
+    prepared = [(prepare_matmul_bias_act(a, b, bias), lambda: a @ b + bias),
+                (prepare_matmul_geglu(a, b, b), lambda: torch.nn.functional.gelu(
+                    a @ b, approximate="tanh") * (a @ b)),
+                (geglu.prepare_geglu(b, b), lambda: torch.nn.functional.gelu(
+                    b, approximate="tanh") * b),
+                (prepare_rms_norm(a, a[0], 1e-6), lambda: torch.nn.functional.rms_norm(
+                    a, (24,), a[0], 1e-6))]
+    assert {name: len(c) for name, c in counted.items()} == {
+        "kernels.triton.gemm_common": 2, "kernels.triton.geglu": 1, "kernels.triton.rows": 1}
+    for _ in range(2):
+        a.copy_(torch.randn(20, 24, generator=g))  # a prepared call reads the tensors as they are
+        for call, expected in prepared:
+            torch.testing.assert_close(call(), expected(), rtol=1e-4, atol=1e-4)
+    assert sum(len(c) for c in counted.values()) == 4  # no check in any of the 8 calls
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        prepare_matmul_bias_act(a, a, bias)  # a bad argument is found when prepared

@@ -1,9 +1,9 @@
-"""Every Triton config the kernels keep on sm_80 and sm_90, compiled ahead of time on this CPU
-with the ptxas in the triton wheel: none needs more shared memory than its target has, none
-spills in 16-bit (fp32 only where no fp32 config runs clean), every kernel keeps at least one
-config that fits, and the flash pruning's shared-memory estimate is never below the
-compiler's. (`python -m suites.benchmarks.triton_targets` without --kept-only also compiles the
-pruned configs and finds any pruned for nothing.)"""
+"""Every Triton config the kernels keep on sm_80 and sm_90 (the TMA GEMM: sm_90 only), compiled
+ahead of time on this CPU with the ptxas in the triton wheel: none needs more shared memory than
+its target has, none spills in 16-bit (fp32 only where no fp32 config runs clean), every kernel
+keeps at least one config that fits, and the flash pruning's shared-memory estimate is never
+below the compiler's. (`python -m suites.benchmarks.triton_targets` without --kept-only also
+compiles the pruned configs and finds any pruned for nothing.)"""
 import os
 import subprocess
 import sys
@@ -61,3 +61,18 @@ def test_the_gemm_prune_reads_the_launch(monkeypatch):
     unfit = targets.UNFIT[("gemm", "bfloat16", 90, "even")]
     assert len(plain) == 3 and all(targets.config_key(c) not in unfit for c in plain)
     assert [targets.config_key(c) for c in residual] == [(64, 128, 64, 4, 4), (64, 64, 32, 4, 4)]
+
+
+def test_the_tma_prune_reads_the_b_layout(monkeypatch):
+    """The TMA GEMM's pruning: per dtype and B layout (the B_KMAJOR keyword) on sm_90, from the
+    table; on a GPU the table does not cover, every config (the autotuner drops misfits)."""
+    import torch
+    from kernels.triton.gemm_common import config
+    big, fp32_ok = config(128, 256, 64, 3, 8), config(64, 64, 32, 4, 4)
+    a32, a16 = torch.empty(2, 2), torch.empty(2, 2, dtype=torch.bfloat16)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    for kmajor in (False, True):
+        assert targets.tma_prune([big, fp32_ok], {"a_ptr": a32}, B_KMAJOR=kmajor) == [fp32_ok]
+        assert targets.tma_prune([big, fp32_ok], {"a_ptr": a16}, B_KMAJOR=kmajor) == [big, fp32_ok]
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (10, 0))
+    assert targets.tma_prune([big, fp32_ok], {"a_ptr": a32}) == [big, fp32_ok]

@@ -11,6 +11,8 @@ softmax uses exp2 with log2(e) folded into the scale (one multiply saved per sco
 from __future__ import annotations
 
 import math
+from functools import partial
+from typing import Callable
 
 import torch
 import triton
@@ -93,31 +95,43 @@ def _attn_fwd_inner(
 
 
 @triton.jit
+def _program_tile(CAUSAL: tl.constexpr):
+    """(batch, head, query block) of this program in the grid (n_query_blocks, H, B).
+
+    The query block varies fastest: blocks are dispatched in grid order, so the programs in
+    flight together (about one per SM) cover all query blocks of one or a few heads, and each
+    K/V tile one of them loads is read again by its neighbours from L2, not from memory. With
+    (batch, head) fastest, every SM held another head, and at S=8192 a wave's K/V is far
+    larger than L2. For causal, block i costs i+1 diagonal-sized tiles: each head's blocks go
+    out heaviest first, so the launch ends on light blocks and its last wave is short.
+    All three come from the grid's special registers, which the compiler re-reads instead of
+    keeping them live (a 1-D grid's divisions made 128x64 configs spill on sm_90). Axes 1 and 2
+    take up to 65535 heads and batches each.
+    """
+    start_m = tl.program_id(axis=0)
+    if CAUSAL:
+        start_m = tl.num_programs(axis=0) - 1 - start_m
+    return tl.program_id(axis=2), tl.program_id(axis=1), start_m
+
+
+@triton.jit
 def _attn_fwd_kernel(
     q_ptr, k_ptr, v_ptr, o_ptr,  # (B, H, S, D) each, any strides
     stride_qb, stride_qh, stride_qm, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_ob, stride_oh, stride_om, stride_od,
-    H, seq_len, qk_scale,  # qk_scale = sm_scale * log2(e)
+    seq_len, qk_scale,  # qk_scale = sm_scale * log2(e)
     BH_BUCKET,  # next pow2 >= B*H, the number of (batch, head) programs: read by the autotuner only
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,  # BLOCK_D = next pow2 >= HEAD_DIM (>= 16)
     PAD_D: tl.constexpr,  # BLOCK_D != HEAD_DIM: mask the padded head-dim lanes
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # BLOCK_M % BLOCK_N == 0
     CAUSAL: tl.constexpr, UPCAST: tl.constexpr, EXACT_FP32: tl.constexpr,
 ):
-    # Grid (B*H, n_query_blocks): (batch, head) varies fastest, so programs are handed out
-    # query block by query block. For causal, block i costs i+1 diagonal-sized tiles: handing
-    # out the last (heaviest) blocks first keeps the final wave short (longest job first).
-    # B*H on axis 0 also lifts the 65535 limit that grid axis 1 would put on it.
-    off_bh = tl.program_id(axis=0)
-    if CAUSAL:
-        start_m = tl.num_programs(axis=1) - 1 - tl.program_id(axis=1)
-    else:
-        start_m = tl.program_id(axis=1)
+    off_b, off_h, start_m = _program_tile(CAUSAL)
     # int64: batch/head offsets of large tensors can pass 2**31 elements.
-    off_b = (off_bh // H).to(tl.int64)
-    off_h = (off_bh % H).to(tl.int64)
+    off_b = off_b.to(tl.int64)
+    off_h = off_h.to(tl.int64)
     q_base = q_ptr + off_b * stride_qb + off_h * stride_qh
     k_base = k_ptr + off_b * stride_kb + off_h * stride_kh
     v_base = v_ptr + off_b * stride_vb + off_h * stride_vh
@@ -185,6 +199,7 @@ else:
     )(_attn_fwd_kernel)
 
 _INTERPRET_BLOCK_M, _INTERPRET_BLOCK_N = 32, 16
+_MAX_GRID_YZ = 65535  # heads and batches go on grid axes 1 and 2 (see _program_tile)
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale) -> None:
@@ -197,7 +212,10 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale) -> None:
         raise ValueError(f"flash_attention: q, k, v must have the same shape (B, H, S, D) "
                          f"(self-attention, S_q == S_k), got {tuple(q.shape)}, "
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
-    D = q.shape[-1]
+    B, H, _, D = q.shape
+    if max(B, H) > _MAX_GRID_YZ:
+        raise ValueError(f"flash_attention: B={B} and H={H} must each be at most "
+                         f"{_MAX_GRID_YZ} (CUDA's limit on grid axes 1 and 2)")
     if not 1 <= D <= MAX_HEAD_DIM:
         raise ValueError(f"flash_attention: head dim D={D} is not supported; need "
                          f"1 <= D <= {MAX_HEAD_DIM}")
@@ -213,7 +231,20 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
 
     sm_scale defaults to 1/sqrt(D). Causal masks key j > query i (top-left aligned, S_q == S_k).
     """
+    return prepare_flash_attention(q, k, v, causal, sm_scale)()
+
+
+def prepare_flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                            causal: bool = True,
+                            sm_scale: float | None = None) -> Callable[[], torch.Tensor]:
+    """`flash_attention` on these tensors as a call: the arguments are checked once, here, and
+    each call only allocates the output and launches."""
     _check(q, k, v, sm_scale)
+    return partial(_launch, q, k, v, causal, sm_scale)
+
+
+def _launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+            sm_scale: float | None) -> torch.Tensor:
     B, H, S, D = q.shape
     # Stored as (B, S, H, D) and returned as its (B, H, S, D) view, as SDPA does: a caller that
     # merges heads (transpose(1, 2).reshape(B * S, H * D)) then gets a view, not a copy.
@@ -227,15 +258,15 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     # fp32 inputs: ~fp32-accurate dots (no plain TF32), so fp32 results match a fp32 reference.
     upcast = kernels_interpreted() and q.dtype == torch.bfloat16
     exact_fp32 = q.dtype == torch.float32 or upcast
-    args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), H, S, qk_scale,
+    args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), S, qk_scale,
             triton.next_power_of_2(B * H))
     meta = dict(HEAD_DIM=D, BLOCK_D=BLOCK_D, PAD_D=BLOCK_D != D, CAUSAL=bool(causal), UPCAST=upcast,
                 EXACT_FP32=exact_fp32)
     if kernels_interpreted():
-        grid = (B * H, triton.cdiv(S, _INTERPRET_BLOCK_M))
+        grid = (triton.cdiv(S, _INTERPRET_BLOCK_M), H, B)
         _attn_fwd_launch[grid](*args, BLOCK_M=_INTERPRET_BLOCK_M, BLOCK_N=_INTERPRET_BLOCK_N, **meta)
     else:
-        def grid(META):
-            return (B * H, triton.cdiv(S, META["BLOCK_M"]))
+        def grid(META):  # query blocks fastest: see _program_tile
+            return (triton.cdiv(S, META["BLOCK_M"]), H, B)
         _attn_fwd_launch[grid](*args, **meta)
     return out

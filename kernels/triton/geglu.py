@@ -6,6 +6,9 @@ arrays and each program handles one BLOCK_SIZE chunk.
 """
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -47,10 +50,19 @@ def _launch_config(n_elements: int) -> tuple[int, int]:
 
 def geglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """gelu_tanh(gate) * up, same shape (any number of dims) and dtype as the inputs."""
+    return prepare_geglu(gate, up)()
+
+
+def prepare_geglu(gate: torch.Tensor, up: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """`geglu` on these tensors as a call, its arguments checked once, here."""
     check_tensors("geglu", gate=gate, up=up)
     if gate.shape != up.shape:
         raise ValueError(f"geglu: gate and up must have the same shape, got "
                          f"{tuple(gate.shape)} and {tuple(up.shape)}")
+    return partial(_launch, gate, up)
+
+
+def _launch(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     # The kernel indexes flat memory: make non-contiguous views dense (a copy only if needed).
     gate_c, up_c = gate.contiguous(), up.contiguous()
     out = torch.empty_like(gate_c)  # (*shape), contiguous

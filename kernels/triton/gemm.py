@@ -2,19 +2,23 @@
 
 Reads its operands through strides (an nn.Linear weight is passed as its `weight.t()` view,
 never copied), accumulates in fp32 and applies the epilogue in fp32 before the one store.
-`matmul_geglu` lives in gemm_geglu.py and is re-exported here.
+`matmul_geglu` lives in gemm_geglu.py and is re-exported here. Each has a `prepare_` form
+that checks its arguments once and returns the call to time.
 """
 from __future__ import annotations
+
+from functools import partial
+from typing import Callable
 
 import torch
 import triton
 import triton.language as tl
 
 from kernels.triton.activations import ACTIVATIONS, activate
-from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands, config,
-                                        dot_flags, grid, grouped_tile, k_loop, new_output,
-                                        store_tile)
-from kernels.triton.gemm_geglu import matmul_geglu  # noqa: F401  (re-export)
+from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands,
+                                        check_output, config, dot_flags, grid, grouped_tile,
+                                        k_loop, store_tile)
+from kernels.triton.gemm_geglu import matmul_geglu, prepare_matmul_geglu  # noqa: F401
 from kernels.triton import targets
 from kernels.triton.runtime import kernels_interpreted
 
@@ -74,6 +78,15 @@ def matmul_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None 
 
     Any strides: pass an nn.Linear weight (N, K) as `weight.t()`; it is read in place.
     """
+    return prepare_matmul_bias_act(a, b, bias, activation, residual)()
+
+
+def prepare_matmul_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
+                            activation: str = "none",
+                            residual: torch.Tensor | None = None) -> Callable[[], torch.Tensor]:
+    """`matmul_bias_act` on these tensors as a call: the arguments are checked once, here, and
+    each call only allocates the output and launches (a timed call is the kernel's, not the
+    checks'). The call reads the tensors as they are when it runs."""
     op = "matmul_bias_act"
     if activation not in ACTIVATIONS:
         raise ValueError(f"{op}: unknown activation {activation!r}; expected one of {ACTIVATIONS}")
@@ -88,7 +101,13 @@ def matmul_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None 
         raise ValueError(f"{op}: residual must have shape ({M}, {N}) = (M, N) of the output, "
                          f"got {tuple(residual.shape)}")
 
-    c = new_output(op, M, N, a)
+    check_output(op, M, N)
+    return partial(_launch, a, b, bias, activation, residual)
+
+
+def _launch(a, b, bias, activation, residual) -> torch.Tensor:
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)  # (M, N)
     if c.numel() == 0:
         return c
     _matmul_bias_act_kernel[grid(M, N)](

@@ -1,4 +1,5 @@
-"""What the Triton GEMM kernels share (gemm.py: matmul_bias_act, gemm_geglu.py: matmul_geglu).
+"""What the Triton GEMM kernels share (gemm.py: matmul_bias_act, gemm_geglu.py: matmul_geglu,
+gemm_tma.py: matmul_bias_act_tma).
 
 Device helpers (grouped tile order, the K loop with its operand pointers, the dot, the masked
 store) and the host side: input checks, the launch grid, the dot-precision flags. On CUDA the
@@ -34,13 +35,20 @@ def grouped_tile(M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
     Consecutive programs walk down GROUP_SIZE_M tile rows before moving one tile column right,
     so the A row-panels and B column-panels they share are still in L2 when re-read.
     """
-    pid = tl.program_id(axis=0)
+    return tile_of(tl.program_id(axis=0), M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
+
+
+@triton.jit
+def tile_of(tile_id, M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+            GROUP_SIZE_M: tl.constexpr):
+    """(pid_m, pid_n) of the tile_id-th output tile in grouped_tile's order: a persistent
+    program (gemm_tma.py) walks tile ids itself instead of taking its program id."""
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_SIZE_M
+    first_pid_m = (tile_id // num_pid_in_group) * GROUP_SIZE_M
     group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_SIZE_M)  # the last group may be short
-    pid_in_group = pid % num_pid_in_group
+    pid_in_group = tile_id % num_pid_in_group
     return first_pid_m + pid_in_group % group_size_m, pid_in_group // group_size_m
 
 
@@ -128,8 +136,12 @@ def check_operands(op: str, bias: torch.Tensor | None = None, **matrices: torch.
             check_offsets(op, name, t.shape, t.stride())
 
 
-def new_output(op: str, M: int, N: int, like: torch.Tensor) -> torch.Tensor:
+def check_output(op: str, M: int, N: int) -> None:
     check_offsets(op, f"the output c ({M}, {N})", (M, N), (N, 1))  # before allocating it
+
+
+def new_output(op: str, M: int, N: int, like: torch.Tensor) -> torch.Tensor:
+    check_output(op, M, N)
     return torch.empty((M, N), device=like.device, dtype=like.dtype)  # (M, N)
 
 

@@ -5,14 +5,17 @@ memory. Weights are read through strides (nn.Linear weights as `weight.t()` view
 """
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 import torch
 import triton
 import triton.language as tl
 
 from kernels.triton.activations import gelu_tanh
-from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands, config,
-                                        dot_flags, grid, grouped_tile, k_loop, new_output,
-                                        store_tile)
+from kernels.triton.gemm_common import (EVEN_K, INTERPRETER_CONFIGS, check_operands,
+                                        check_output, config, dot_flags, grid, grouped_tile,
+                                        k_loop, store_tile)
 from kernels.triton import targets
 from kernels.triton.runtime import kernels_interpreted
 
@@ -59,6 +62,13 @@ def matmul_geglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> t
     One kernel, two fp32 accumulators; the gate and up products never reach memory. Any
     strides: pass nn.Linear weights (N, K) as `weight.t()` views.
     """
+    return prepare_matmul_geglu(x, w_gate, w_up)()
+
+
+def prepare_matmul_geglu(x: torch.Tensor, w_gate: torch.Tensor,
+                         w_up: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """`matmul_geglu` on these tensors as a call, its arguments checked once, here (as
+    gemm.prepare_matmul_bias_act)."""
     op = "matmul_geglu"
     check_operands(op, x=x, w_gate=w_gate, w_up=w_up)
     M, K = x.shape
@@ -68,9 +78,13 @@ def matmul_geglu(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> t
     if w_up.shape != w_gate.shape:
         raise ValueError(f"{op}: w_up has shape {tuple(w_up.shape)} but w_gate has "
                          f"{tuple(w_gate.shape)}; both must be (K, N)")
-    N = w_gate.shape[1]
+    check_output(op, M, w_gate.shape[1])
+    return partial(_launch, x, w_gate, w_up)
 
-    c = new_output(op, M, N, x)
+
+def _launch(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor) -> torch.Tensor:
+    (M, K), N = x.shape, w_gate.shape[1]
+    c = torch.empty((M, N), device=x.device, dtype=x.dtype)  # (M, N)
     if c.numel() == 0:
         return c
     _matmul_geglu_kernel[grid(M, N)](

@@ -7,11 +7,13 @@ two and the tail lanes are masked.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.rows import check_rows, launch_rows
+from kernels.triton.rows import prepare_rows
 
 
 @triton.jit
@@ -50,7 +52,13 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     """(x - mean) / sqrt(var + eps) * weight + bias over x's last dim (biased var), as
     F.layer_norm(x, (D,), weight, bias, eps); x (..., D), weight and bias (D,); output like x.
     """
-    check_rows("layer_norm", x, eps, weight=weight, bias=bias)
+    return prepare_layer_norm(x, weight, bias, eps)()
+
+
+def prepare_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                       eps: float = 1e-5) -> Callable[[], torch.Tensor]:
+    """`layer_norm` on these tensors as a call, its arguments checked once, here."""
     # weight stands in for a missing bias: HAS_BIAS=False never reads it.
-    return launch_rows(_layer_norm_fwd_kernel, x, (weight, weight if bias is None else bias), eps,
-                       HAS_BIAS=bias is not None)
+    return prepare_rows("layer_norm", _layer_norm_fwd_kernel, x,
+                        {"weight": weight, "bias": weight if bias is None else bias}, eps,
+                        HAS_BIAS=bias is not None)

@@ -7,11 +7,13 @@ tail lanes are masked (loaded as 0, which adds nothing to the sum of squares).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.rows import check_rows, launch_rows
+from kernels.triton.rows import prepare_rows
 
 
 @triton.jit
@@ -40,5 +42,10 @@ def _rms_norm_fwd_kernel(
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """x / sqrt(mean(x^2, -1) + eps) * weight; x (..., D), weight (D,); output like x."""
-    check_rows("rms_norm", x, eps, weight=weight)
-    return launch_rows(_rms_norm_fwd_kernel, x, (weight,), eps)
+    return prepare_rms_norm(x, weight, eps)()
+
+
+def prepare_rms_norm(x: torch.Tensor, weight: torch.Tensor,
+                     eps: float = 1e-6) -> Callable[[], torch.Tensor]:
+    """`rms_norm` on these tensors as a call, its arguments checked once, here."""
+    return prepare_rows("rms_norm", _rms_norm_fwd_kernel, x, {"weight": weight}, eps)

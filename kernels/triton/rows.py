@@ -6,6 +6,9 @@ registers. Its arguments follow one order, which `launch_rows` relies on:
 """
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 import torch
 import triton
 
@@ -39,6 +42,16 @@ def _num_warps(block_size: int) -> int:
     if block_size <= 4096:
         return 8
     return 16
+
+
+def prepare_rows(op: str, kernel, x: torch.Tensor, params: dict[str, torch.Tensor | None],
+                 eps: float, **constexprs) -> Callable[[], torch.Tensor]:
+    """The checks once, then `launch_rows` as a call on these tensors: what each call of a
+    row-wise wrapper does, without the checks (params None are dropped: pass a stand-in in the
+    kernel's argument order where it needs one)."""
+    check_rows(op, x, eps, **params)
+    given = tuple(p for p in params.values() if p is not None)
+    return partial(launch_rows, kernel, x, given, eps, **constexprs)
 
 
 def launch_rows(kernel, x: torch.Tensor, params: tuple, eps: float, **constexprs) -> torch.Tensor:

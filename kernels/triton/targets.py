@@ -31,11 +31,13 @@ UNFIT: dict[tuple[str, str, int, str], frozenset] = {
         (128, 64, 8, 3),
     }),
     ('flash', 'bfloat16', 80, 'D64'): frozenset({
-        (64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 4, 4), (128, 64, 8, 3), (128, 128, 8, 3),
-        (128, 128, 8, 4),
+        (128, 128, 8, 3), (128, 128, 8, 4),
     }),
     ('flash', 'bfloat16', 90, 'D128'): frozenset({
-        (64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 4, 4), (128, 128, 8, 3),
+        (64, 32, 4, 2), (64, 32, 4, 4), (128, 64, 4, 3), (128, 64, 4, 4), (128, 128, 8, 3),
+    }),
+    ('flash', 'float32', 80, 'D64'): frozenset({
+        (64, 32, 4, 2), (64, 64, 4, 3), (64, 64, 8, 2), (128, 64, 4, 3), (128, 64, 8, 3),
     }),
     ('geglu', 'bfloat16', 80, 'even'): frozenset({
         (64, 64, 64, 4, 4), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 128, 32, 8, 4),
@@ -132,6 +134,14 @@ UNFIT: dict[tuple[str, str, int, str], frozenset] = {
         (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 128, 32, 4, 4), (128, 128, 64, 4, 4),
         (128, 128, 64, 8, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
     }),
+    ('gemm_tma', 'float32', 90, 'b-kmajor'): frozenset({
+        (128, 64, 64, 4, 4), (128, 128, 64, 4, 4), (128, 128, 64, 4, 5), (128, 128, 64, 8, 4),
+        (128, 256, 64, 8, 3),
+    }),
+    ('gemm_tma', 'float32', 90, 'b-rowmajor'): frozenset({
+        (128, 64, 64, 4, 4), (128, 128, 64, 4, 4), (128, 128, 64, 4, 5), (128, 128, 64, 8, 4),
+        (128, 256, 64, 8, 3),
+    }),
 }
 
 
@@ -181,6 +191,30 @@ def gemm_prune(kernel: str):
                                                  K % c.kwargs["BLOCK_SIZE_K"] == 0, residual)]
         return kept or configs
     return prune
+
+
+# --- the Hopper TMA GEMM (gemm_tma.py) ---------------------------------------------------
+
+def tma_variant(b_kmajor: bool) -> str:
+    """B's layout (row-major, or a weight.t() view): its descriptor and shared-memory order
+    differ; the loads never mask K (the copy engine pads), so K does not matter."""
+    return "b-kmajor" if b_kmajor else "b-rowmajor"
+
+
+def tma_keeps(config, dtype: str, arch: int, b_kmajor: bool) -> bool:
+    """Whether the TMA GEMM runs `config` for `dtype` on `arch` with this B layout."""
+    key = ("gemm_tma", dtype, arch, tma_variant(b_kmajor))
+    return config_key(config) not in UNFIT.get(key, frozenset())
+
+
+def tma_prune(configs, named_args, **kwargs):
+    """The TMA GEMM's `early_config_prune` (B's layout comes as the B_KMAJOR keyword)."""
+    import torch
+    a = named_args["a_ptr"]
+    arch = arch_of(torch.cuda.get_device_capability(a.device))
+    dtype = str(a.dtype).removeprefix("torch.")
+    b_kmajor = bool(kwargs.get("B_KMAJOR", False))
+    return [c for c in configs if tma_keeps(c, dtype, arch, b_kmajor)] or configs
 
 
 # --- flash attention ----------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Every Triton kernel and autotune config of this project compiled ahead of time for sm_80
 (A100) and sm_90 (H100/H200), on a machine with no GPU, with the ptxas that ships in the triton
 wheel; each compile's shared memory from Triton, and registers and spills from `ptxas -v`.
+The Hopper TMA GEMM (gemm_tma.py) is compiled for sm_90 only: its variant skips older GPUs.
 
     python -m suites.benchmarks.triton_targets [--jobs 2] [--json out.jsonl]
 
@@ -32,7 +33,7 @@ ARCHS = (80, 90)
 
 @dataclass(frozen=True)
 class Job:
-    kernel: str        # gemm, geglu, flash
+    kernel: str        # gemm, geglu, flash, gemm_tma
     dtype: str         # bfloat16, float32
     arch: int          # 80, 90
     config: tuple      # the config's key (targets.config_key)
@@ -63,9 +64,10 @@ def _ptxas() -> Path:
 
 
 def _kernel_fn(name: str):
-    from kernels.triton import flash_attention, gemm, gemm_geglu
+    from kernels.triton import flash_attention, gemm, gemm_geglu, gemm_tma
     wrapped = {"gemm": gemm._matmul_bias_act_kernel, "geglu": gemm_geglu._matmul_geglu_kernel,
-               "flash": flash_attention._attn_fwd_kernel}[name]
+               "flash": flash_attention._attn_fwd_kernel,
+               "gemm_tma": gemm_tma._matmul_tma_kernel}[name]
     from triton.runtime.jit import JITFunction
     while not isinstance(wrapped, JITFunction):  # Autotuner -> Heuristics -> JITFunction
         wrapped = wrapped.fn
@@ -140,17 +142,25 @@ GEMM_EPILOGUES = ({"HAS_BIAS": True, "ACTIVATION": "none", "HAS_RESIDUAL": False
                   {"HAS_BIAS": False, "ACTIVATION": "none", "HAS_RESIDUAL": True})
 EVEN_K = (True, False)
 HEAD_DIMS = (64, 128)  # the CUDA grids' attention head sizes
+# The TMA GEMM runs on sm_90 only (matmul_add's triton_tma variant skips older GPUs), with the
+# bias epilogue; B row-major (matmul_add's w) and as a weight.t() view.
+TMA_ARCHS = (90,)
+TMA_EPILOGUE = {"HAS_BIAS": True, "ACTIVATION": "none"}
+B_KMAJOR = (False, True)
 SEQ_LEN = 8192         # long enough that no config is dropped for being taller than S
 
 
 def jobs(dtypes=("bfloat16", "float32")) -> list[tuple[Job, object]]:
     """(job, its triton.Config) for every kernel, config, dtype and target (but the flash
     configs whose shared-memory estimate is over the target's: the pruning drops them, and
-    ptxas takes up to a minute on each, spilling kilobytes)."""
+    ptxas takes up to a minute on each, spilling kilobytes; and the TMA GEMM off sm_90)."""
+    import torch
+
     from kernels.triton import targets
     from kernels.triton.flash_attention import _cuda_configs
     from kernels.triton.gemm import GEMM_CONFIGS
     from kernels.triton.gemm_geglu import GEGLU_CONFIGS
+    from kernels.triton.gemm_tma import TMA_CONFIGS, tma_dot_flags
 
     out = []
     for arch in ARCHS:
@@ -164,6 +174,11 @@ def jobs(dtypes=("bfloat16", "float32")) -> list[tuple[Job, object]]:
                                         {**epilogue, **flags, "EVEN_K": even}))
                 for c in GEGLU_CONFIGS:
                     out.append(_job("geglu", dtype, arch, c, {**flags, "EVEN_K": even}))
+            tma_flags = tma_dot_flags(getattr(torch, dtype))
+            for c in TMA_CONFIGS if arch in TMA_ARCHS else ():
+                for kmajor in B_KMAJOR:
+                    out.append(_job("gemm_tma", dtype, arch, c,
+                                    {**TMA_EPILOGUE, **tma_flags, "B_KMAJOR": kmajor}))
             for c in _cuda_configs():
                 for d in HEAD_DIMS:
                     if targets.flash_smem_bytes(c, dtype, d) > targets.SMEM_LIMIT[arch]:
@@ -188,6 +203,8 @@ def kept(job: Job, config) -> bool:
     constants = dict(job.constants)
     if job.kernel == "flash":
         return targets.flash_keeps(config, job.dtype, job.arch, constants["BLOCK_D"], SEQ_LEN)
+    if job.kernel == "gemm_tma":
+        return targets.tma_keeps(config, job.dtype, job.arch, constants["B_KMAJOR"])
     return targets.gemm_keeps(job.kernel, config, job.dtype, job.arch, constants["EVEN_K"],
                               constants.get("HAS_RESIDUAL", False))
 
@@ -208,6 +225,8 @@ def _group(r: Result) -> tuple:
     values = dict(kv.split("=") for kv in r.variant.split(", ") if "=" in kv)
     if r.kernel == "flash":
         return (r.kernel, r.dtype, r.arch, targets.flash_variant(int(values["BLOCK_D"])))
+    if r.kernel == "gemm_tma":
+        return (r.kernel, r.dtype, r.arch, targets.tma_variant(values["B_KMAJOR"] == "True"))
     return (r.kernel, r.dtype, r.arch, targets.gemm_variant(values["EVEN_K"] == "True",
                                                             values.get("HAS_RESIDUAL") == "True"))
 
@@ -300,7 +319,8 @@ def main(argv=None) -> int:
         state = r.error or (f"{r.shared:>7,} B shared, {r.registers:>3} regs, "
                             f"{r.spill_bytes:>4} B spilled")
         verdict = "kept  " if r.kept else "pruned"
-        print(f"{r.kernel:5} {r.dtype:8} sm_{r.arch} {r.config:22} {verdict} {state}  ({r.variant})")
+        print(f"{r.kernel:8} {r.dtype:8} sm_{r.arch} {r.config:22} {verdict} {state}  "
+              f"({r.variant})")
     if args.table:
         print(table(results))
     found = problems(results, groups)

@@ -71,7 +71,8 @@ def _longest(step, code: Code) -> str:
     if code == Code.INIT_BOUND:
         calls = step.host.init_calls
     else:
-        calls = [c for c in step.runtime if is_sync_api(c.name) or is_copy_api(c.name)]
+        calls = [c for c in step.runtime if (is_sync_api(c.name) or is_copy_api(c.name))
+                 and c is not step.flush]  # the profiler's flush is not the step's (verdict.py)
     if not calls:
         return ""
     top = max(calls, key=lambda c: c.dur)
@@ -157,31 +158,43 @@ def idle_gaps(ctx: FindingContext):
     if found is None or not ctx.on_gpu or found.verdict.side != DEVICE:
         return
     w = found.step.window
-    idle = w.host_wait_us + w.queued_idle_us
+    # Idle during the profiler's buffer requests is the profiler's (profiler_buffer_gaps).
+    profiler = found.step.buffer_idle_us
+    idle = w.host_wait_us + w.queued_idle_us - profiler
     if idle < IDLE_SHARE * w.window_us:
         return
-    gap, at = _longest_gap(found.step.kernels, w.start, w.end)
+    requests = [(r.ts, r.end) for r in ctx.profile.analysis.buffer_requests]
+    gap, at = _longest_gap(found.step.kernels, w.start, w.end, requests)
     where = (f"; the longest idle stretch is {duration(gap)}, {duration(at - w.start)} into the "
              "window" if gap > 0 else "")
+    left_out = (f", less {duration(profiler)} during the profiler's buffer requests"
+                if profiler > 0 else "")
+    evidence = {"host_wait_us": w.host_wait_us, "queued_idle_us": w.queued_idle_us,
+                "longest_gap_us": gap, "gap_start_us": at}
+    if profiler > 0:
+        evidence["buffer_request_idle_us"] = profiler
     yield Finding(Code.IDLE_GAPS, Severity.NOTICE,
                   f"the device idles {idle / w.window_us:.0%} of {found.step.name}'s window "
                   f"({duration(w.host_wait_us)} waiting for the host, "
-                  f"{duration(w.queued_idle_us)} with work queued){where}",
-                  {"host_wait_us": w.host_wait_us, "queued_idle_us": w.queued_idle_us,
-                   "longest_gap_us": gap, "gap_start_us": at})
+                  f"{duration(w.queued_idle_us)} with work queued{left_out}){where}", evidence)
 
 
-def _longest_gap(activities, start: float, end: float) -> tuple[float, float]:
+def _longest_gap(activities, start: float, end: float, skip=()) -> tuple[float, float]:
     """(length, start) of the longest stretch of the window [start, end] in which none of the
-    step's activities runs."""
+    step's activities runs; a stretch that overlaps an interval of `skip` (the profiler's
+    buffer requests) is not the program's and not counted."""
     best, at, covered = 0.0, start, start
     for a in sorted(activities, key=lambda a: a.ts):
-        if a.ts - covered > best:
+        if a.ts - covered > best and not _overlaps(covered, a.ts, skip):
             best, at = a.ts - covered, covered
         covered = max(covered, a.end)
-    if end - covered > best:
+    if end - covered > best and not _overlaps(covered, end, skip):
         best, at = end - covered, covered
     return best, at
+
+
+def _overlaps(lo: float, hi: float, intervals) -> bool:
+    return any(a < hi and b > lo for a, b in intervals)
 
 
 def one_time_setup(ctx: FindingContext):

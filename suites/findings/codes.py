@@ -27,12 +27,16 @@ class Code(StrEnum):
     KERNELS_FELL = "kernels_fell"
     KERNELS_ROSE = "kernels_rose"
     HIDDEN_COPY = "hidden_copy"
+    MEMORY_SAVED = "memory_saved"
     COPIES = "copies"  # no baseline: what the copies are and where they come from
     # which kernels ran (kernels.py)
     METADATA_OPS = "metadata_ops"
     TENSOR_CORES_UNUSED = "tensor_cores_unused"
     SDPA_BACKEND = "sdpa_backend"
     INDUCTOR_KERNELS = "inductor_kernels"
+    # GEMM kernels' rates and kernels' occupancy (gemms.py, occupancy.py)
+    GEMM_RATES_DIFFER = "gemm_rates_differ"
+    OCCUPANCY_LIMITED = "occupancy_limited"
     # torch.compile's own cost (compiled.py)
     COMPILE_HOST_OVERHEAD = "compile_host_overhead"
     RECOMPILE = "recompile"
@@ -42,11 +46,18 @@ class Code(StrEnum):
     KERNEL_VARIANCE = "kernel_variance"
     QUEUE_FULL = "queue_full"
     QUEUE_EMPTY = "queue_empty"
+    # what the profiler itself put in the trace (artifacts.py)
+    PROFILER_FLUSH = "profiler_flush"
+    PROFILER_BUFFER_GAPS = "profiler_buffer_gaps"
+    # the op tree of a call (op_trees.py)
+    OP_TREE_DIFF = "op_tree_diff"
+    FAT_LEAF_OP = "fat_leaf_op"
     # timing (noise.py)
     NOISY_TIMING = "noisy_timing"
     # across a row's passes and rounds, after the sweep (rows.py)
     ABOVE_PEAK = "above_peak"
     PASSES_DISAGREE = "passes_disagree"
+    KERNEL_SPEEDUP_DIFFERS = "kernel_speedup_differs"
     ROUNDS_DROPPED = "rounds_dropped"
 
 
@@ -62,4 +73,4 @@ BOUND_CODES = (Code.OVERHEAD_BOUND, Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.
                Code.INIT_BOUND)
 # What a variant changed against the baseline, in the order the report states it.
 CHANGE_CODES = (Code.DISPATCHER_FUSION, Code.NO_DISPATCHER_FUSION, Code.KERNELS_FELL,
-                Code.KERNELS_ROSE, Code.HIDDEN_COPY)
+                Code.KERNELS_ROSE, Code.HIDDEN_COPY, Code.MEMORY_SAVED)

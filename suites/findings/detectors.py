@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from suites.findings import bounds, compiled, copies, fusion, kernels, noise, timeline
+from suites.findings import (artifacts, bounds, compiled, copies, fusion, kernels, noise,
+                             timeline)
+from suites.findings import op_trees
+from suites.findings import gemms, occupancy
 from suites.findings.core import Finding, FindingContext
 from suites.profiling.call_profile import CallProfile
 from suites.results.row import ResultRow
@@ -13,11 +16,14 @@ Detector = Callable[[FindingContext], Iterable[Finding]]
 DETECTORS: tuple[Detector, ...] = (
     bounds.bound, bounds.dominant_kernel, bounds.comm_share, bounds.idle_gaps,
     bounds.one_time_setup,
+    artifacts.profiler_flush, artifacts.buffer_request_gaps,
     compiled.compile_host_overhead, compiled.recompile,
     copies.hidden_copy,
-    fusion.dispatcher_fusion, fusion.kernels_per_call,
+    fusion.dispatcher_fusion, fusion.kernels_per_call, fusion.memory_saved,
     kernels.metadata_ops, kernels.tensor_cores_unused, kernels.sdpa_backend,
     kernels.inductor_kernels,
+    gemms.gemm_rates_differ, occupancy.occupancy_limited,
+    op_trees.op_tree_diff, op_trees.fat_leaf,
     noise.noisy_timing,
     timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,
 )

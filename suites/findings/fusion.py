@@ -45,3 +45,29 @@ def kernels_per_call(ctx: FindingContext):
                   Severity.INFO if fell else Severity.NOTICE,
                   f"kernels per call {direction} from {before:g} to {after:g} against the "
                   f"baseline{detail}", {"baseline_kernels": before, "kernels": after})
+
+
+MEMORY_SAVING = 0.25  # a fused variant's peak this much under the baseline's is a finding
+
+
+def memory_saved(ctx: FindingContext):
+    """The series' point about intermediates fusion never writes (the eager MLP's gelu(g), naive
+    attention's scores): the call's peak allocation against the baseline's, with what the op's
+    byte model says the unfused form writes and reads back beyond the fused one."""
+    if ctx.is_baseline or ctx.baseline_row is None:
+        return
+    before, after = ctx.baseline_value("peak_mem_mb"), ctx.value("peak_mem_mb")
+    if not (before == before and after == after and before > 0) or after > before * (
+            1 - MEMORY_SAVING):
+        return
+    evidence = {"peak_mem_mb": after, "baseline_peak_mem_mb": before}
+    model = ""
+    unfused, moved = ctx.value("bytes_unfused"), ctx.value("bytes_moved")
+    if unfused == unfused and moved == moved and unfused > moved:
+        evidence["model_extra_mb"] = (unfused - moved) / 2 ** 20
+        model = (f"; by the op's byte model the unfused form moves {evidence['model_extra_mb']:.3g}"
+                 " MiB more per call")
+    yield Finding(Code.MEMORY_SAVED, Severity.INFO,
+                  f"peak memory {after:.3g} MiB against the baseline's {before:.3g} MiB "
+                  f"({1 - after / before:.0%} less): intermediates the fused form never "
+                  f"holds{model}", evidence)

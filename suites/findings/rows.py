@@ -6,6 +6,9 @@
 - passes_disagree: the speedup (timing rounds) and the device-time ratio (profile pass) differ
   by more than 1.5x, so one pass saw another machine state or the profile's device time misses
   work the timing includes.
+- kernel_speedup_differs (CUDA): the kernels alone gain more or less than a call's latency by
+  more than 1.25x: the host path of a call (Python, a wrapper's checks, the launch) makes the
+  difference, so a kernel is judged by the kernel speedup and a call by the speedup.
 - rounds_dropped: an ok row some of whose rounds were not clean, and why, so a reader knows the
   figures came from fewer rounds than planned.
 """
@@ -19,6 +22,7 @@ from suites.results.row import ResultRow
 
 PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
 DISAGREE_FACTOR = 1.5
+HOST_PATH_FACTOR = 1.25  # kernel speedup against speedup
 
 
 def _finite(*values) -> bool:
@@ -49,6 +53,21 @@ def passes_disagree(row: ResultRow):
                       {"speedup": speedup, "device_ratio": ratio})
 
 
+def kernel_speedup_differs(row: ResultRow):
+    speedup, kernels = row.speedup, row.kernel_speedup
+    if not row.ok or not _finite(speedup, kernels) or speedup <= 0 or kernels <= 0:
+        return
+    apart = max(speedup / kernels, kernels / speedup)
+    if apart > HOST_PATH_FACTOR:
+        yield Finding(Code.KERNEL_SPEEDUP_DIFFERS, Severity.NOTICE,
+                      f"the kernels alone give {kernels:.3g}x but a call's latency {speedup:.3g}x "
+                      f"({apart:.2f}x apart): the host path of a call (Python, the wrapper's "
+                      "checks, the launches) makes the difference; the kernel speedup judges the "
+                      "kernels, the speedup what a caller waits for",
+                      {"speedup": speedup, "kernel_speedup": kernels,
+                       "kernel_us": row.kernel_us, "median_us": row.value("median_us")})
+
+
 def rounds_dropped(row: ResultRow):
     dropped, used = row.value("rounds_dropped"), row.value("rounds")
     if row.ok and _finite(dropped, used) and dropped > 0:
@@ -58,7 +77,11 @@ def rounds_dropped(row: ResultRow):
                       {"rounds": used, "rounds_dropped": dropped})
 
 
-ROW_DETECTORS = (above_peak, passes_disagree, rounds_dropped)
+ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, rounds_dropped)
+AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
+# What the detectors above emit: a resumed run drops these and finds them again over every row.
+ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
+             Code.ROUNDS_DROPPED)
 
 
 def row_findings(rows: list[ResultRow], suite: str, baseline: str) -> list[dict]:
@@ -66,7 +89,7 @@ def row_findings(rows: list[ResultRow], suite: str, baseline: str) -> list[dict]
     out = []
     for row in rows:
         for detector in ROW_DETECTORS:
-            if detector is passes_disagree and row.variant == baseline:
+            if detector in AGAINST_BASELINE and row.variant == baseline:
                 continue
             out += [{"suite": suite, "case_id": row.case_id, "variant": row.variant,
                      **f.as_row()} for f in detector(row)]

@@ -62,11 +62,14 @@ def _verdict(side: str, parts: dict, window_us: float, among: tuple[str, ...]) -
 
 
 def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
-    """The host's named parts in a step, and what is left of `span` after them."""
+    """The host's named parts in a step, and what is left of `span` after them. The profiler's
+    flush (profiler_artifacts.py) is none of them, nor in the rest: stated, never a verdict."""
     host = step.host
     parts = {"initialisation": host.init_us, "sync": step.blocking_us,
              "data loading": host.data_us, "CPU collectives": host.collective_us}
-    rest = max(0.0, span - sum(parts.values()))
+    rest = max(0.0, span - sum(parts.values()) - step.flush_us)
+    if step.flush_us > 0:
+        parts["profiler flush"] = step.flush_us
     return parts, rest
 
 
@@ -79,6 +82,7 @@ def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
         parts, rest = _host_parts(step, step.wall_us - step.device_us)
         parts = {"CPU compute": step.device_us, **parts, "overhead": rest}
         parts.pop("sync")
+        parts.pop("profiler flush", None)  # a device sync: never in a CPU trace's steps
         return _verdict(HOST, parts, step.wall_us, tuple(parts))
     w = step.window
     if w is None or w.window_us <= 0:
@@ -93,6 +97,8 @@ def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
                         ("initialisation", "sync", "data loading", "CPU collectives", "launch"))
     if w.queued_idle_us > w.busy_us:
         parts = {**device, **timing, "sync": step.blocking_us, "waiting": w.queued_idle_us}
+        if step.flush_us > 0:  # not in "sync": the profiler's (profiler_artifacts.py)
+            parts["profiler flush"] = step.flush_us
         if step.blocking_us >= HOST_BOUND_SHARE * w.window_us:
             return _verdict(HOST, parts, w.window_us, ("sync",))
         return _verdict(DEVICE, parts, w.window_us, ("waiting",))

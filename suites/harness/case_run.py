@@ -19,11 +19,13 @@ from suites.harness import timing
 from suites.harness.case_clock import NO_LIMIT, CaseClock
 from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
+from suites.harness.kernel_time import kernel_times
 from suites.harness.measure import Prepared, prepare, profile, release, short_error
 from suites.harness.pairing import paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
 from suites.harness.rounds import time_rounds
 from suites.profiling.call_profile import CallProfile
+from suites.harness.cuda_graphs import missed_graph_kernels
 from suites.results.columns import Status
 from suites.results.row import NAN, ResultRow
 from suites.spec import RunSpec
@@ -120,16 +122,30 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
     clock = CaseClock(spec.timing.case_timeout_s)
     prepared = _prepare_all(op, variants, case, spec, clock)
     slots = _time(prepared, case, spec, meter, 0, clock)
+    kernel_notes = kernel_times(prepared, case.device_type, spec, short_error, clock)
     profiles, notes = _profiles(prepared, case, spec, clock)
+    graph_notes = missed_graph_kernels([p.row for p in prepared],
+                                       {v.name: v.replays for v in variants if v.replays})
+    for name in graph_notes:  # the findings must not read a profile that missed the kernels
+        profiles.pop(name, None)
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
-    outcome.notes = {**notes, **{p.row.variant: p.row.reason for p in prepared
-                                 if p.row.reason.startswith("profiling failed")}}
+    outcome.notes = _joined(kernel_notes, notes, graph_notes, {p.row.variant: p.row.reason for p in prepared
+                                                  if p.row.reason.startswith("profiling failed")})
     outcome.timed_out = clock.over()
     finish(outcome, spec, peaks)
     prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
     release(case)
     return outcome
+
+
+def _joined(*notes: dict[str, str]) -> dict[str, str]:
+    """variant -> its notes from several passes, in pass order."""
+    out: dict[str, str] = {}
+    for part in notes:
+        for variant, note in part.items():
+            out[variant] = "; ".join(n for n in (out.get(variant), note) if n)
+    return out
 
 
 @dataclass
@@ -148,9 +164,11 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     p = prepare(op, variant, case, spec, baseline_err)
     meter = LoadMeter(case.device_type)
     slots = _time([p], case, spec, meter, 0)
+    kernel_notes = kernel_times([p], case.device_type, spec, short_error)
     result = profile(p, case, spec)
     row = p.row
     outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {})
+    outcome.notes = kernel_notes
     finish(outcome, spec, None)
     if outcome.needs_remeasure() and p.contender is not None and not p.contender.failed:
         outcome.slots += _time([p], case, spec, meter, max(s.round for s in slots) + 1)
@@ -229,8 +247,10 @@ def _speedups(outcome: CaseOutcome, baseline: str) -> None:
     base = next((r for r in outcome.rows if r.variant == baseline), None)
     for row in outcome.rows:
         row.speedup = row.speedup_low = row.speedup_high = row.device_ratio = NAN
+        row.kernel_speedup = NAN
         if base is not None and row.ok and base.ok:  # the profile pass's own ratio, labelled so
             row.device_ratio = _ratio(base.value("device_us"), row.value("device_us"))
+            row.kernel_speedup = _ratio(base.kernel_us, row.kernel_us)
         if base is None or not (row.ok and base.ok and row.timing and base.timing):
             continue
         paired = paired_speedup(medians.get(baseline, {}), medians.get(row.variant, {}))

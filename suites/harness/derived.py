@@ -1,6 +1,7 @@
 """What a row derives from its parts: the cost model of its case, throughput and roofline share,
 exposed overhead and compile cost (the paired speedup comes from the rounds: case_run.py).
 
+Throughput is measured against the kernel time on CUDA and the median on a CPU (`work_us`).
 `pct_peak` is the achieved FLOP/s over what the roofline allows at this arithmetic intensity,
 min(peak FLOP/s, intensity x peak bandwidth), with both peaks measured on this machine
 (env.json).
@@ -24,12 +25,19 @@ def new_row(suite: str, case: Case, variant: Variant, op: Op, threads: int) -> R
                      params=case.values, roofline=roofline, threads=threads)
 
 
+def work_us(row: ResultRow) -> float:
+    """The time throughput is measured against. CUDA: the kernel time, since the latency of one
+    call on an idle GPU also holds its host path (a wrapper's checks and launch, ~10-40 us),
+    which would be charged to the kernel. CPU: the median, the device being the host."""
+    return row.value("kernel_us") if on_gpu(row.device) else row.value("median_us")
+
+
 def _roofline(row: ResultRow, peaks: dict | None) -> None:
-    median = row.value("median_us")
-    if not median or math.isnan(median):
+    time_us = work_us(row)
+    if not time_us or math.isnan(time_us):
         return
     r = row.roofline
-    seconds = median * 1e-6
+    seconds = time_us * 1e-6
     r.tflops = r.flops / seconds / 1e12
     r.gbps = r.bytes / seconds / 1e9
     if not peaks:

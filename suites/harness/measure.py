@@ -22,6 +22,7 @@ from suites.harness.derived import new_row
 from suites.harness.rounds import SELF_WARMING_US, Contender
 from suites.profiling.call_profile import CallProfile
 from suites.profiling.capture import capture
+from suites.profiling.memory import peak_mb
 from suites.profiling.op_kinds import sdpa_backend
 from suites.profiling.trace_analysis import analyze
 from suites.profiling.trace_events import read_trace
@@ -72,6 +73,23 @@ def _fx_cache_counts() -> tuple[int, int]:
     return counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
 
 
+def _graph_count() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
+
+
+def cuda_peak_mb(call) -> float:
+    """What one call allocates at its peak beyond what was allocated before it (the inputs):
+    the allocator's high-water mark around the call, reset first."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    call()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / 2 ** 20
+
+
 def _fx_cache_outcome(before: tuple[int, int], after: tuple[int, int]) -> str:
     """Whether the first call compiled from scratch or loaded Inductor's cached graph: a warm
     cache makes compile_ms several times smaller, so the row says which it was."""
@@ -116,7 +134,7 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
     device_type = case.device_type
     inputs = op.make_inputs(case, _generator(case, 0))
     call = variant.prepare(case, inputs)
-    before = _fx_cache_counts()
+    before, graphs = _fx_cache_counts(), _graph_count()
     row.first_call_ms = timing.time_first_call(call, device_type)
     if variant.family == "compile":
         row.compile_cache = _fx_cache_outcome(before, _fx_cache_counts())
@@ -128,9 +146,13 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
     # Checked after the warm-up, so the checked call is one like the timed ones: for
     # mode='reduce-overhead', a replay of the captured CUDA graph, not a recording call.
     row.check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
+    if variant.family == "compile":  # one per shape: a fresh dynamo per case (case_run.py)
+        row.compile_graphs = _graph_count() - graphs
     if not row.check.passed:
         row.status, row.reason = Status.INCORRECT, row.check.problem
         return None
+    if device_type == "cuda":  # a CPU run reads it from the profile's memory events
+        row.peak_mem_mb = cuda_peak_mb(call)
     return call
 
 
@@ -147,6 +169,8 @@ def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None
             capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
                     table_path, before_call=timing.l2_flusher(spec.timing, case.device_type))
         result = CallProfile(analyze(read_trace(trace_path), label=row.variant))
+        if case.device_type == "cpu":
+            row.peak_mem_mb = peak_mb(trace_path, row.variant, "cpu")
         row.profile = ProfileStats(**result.metrics(),
                                    backend=sdpa_backend(result.ops_per_call()),
                                    trace=str(trace_path.relative_to(spec.out_dir)),

@@ -19,21 +19,23 @@ import torch
 
 from kernels import registry
 from suites.findings import find_all
-from suites.findings.rows import row_findings
+from suites.findings.rows import ROW_CODES, row_findings
 from suites.harness.calibration import best_peaks, calibrate
 from suites.harness.case_run import CaseOutcome, remeasure, run_case
 from suites.harness.contention import LoadMeter
 from suites.harness.derived import derive
 from suites.harness.device_lock import exclusive_device
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
-from suites.harness.progress import Progress
+from suites.harness.progress import Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
+from suites.harness.cuda_graphs import keep_cupti_between_sessions
 from suites.results import atomic
 from suites.results.columns import KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
 from suites.results.resume import Previous, read_previous
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
                                    SAMPLES_CSV, append_tables, write_tables)
+from suites.results.tables import OPTREE_CSV
 from suites.spec import RunSpec
 
 
@@ -48,6 +50,7 @@ class RunResult:
 
 def _start(spec: RunSpec, stream) -> dict:
     torch.set_num_threads(spec.timing.threads)  # recorded on every row, and in env.json
+    keep_cupti_between_sessions(torch.device(spec.device).type)
     env = describe(spec.device, spec.timing.threads)
     env["threads_rule"] = spec.timing.threads_rule
     warning = busy_machine_warning(spec.timing.threads, torch.device(spec.device).type,
@@ -109,14 +112,16 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
     op = registry.get_op(spec.suite.name)
     variants = [registry.get_variant(op.name, name) for name in spec.suite.variants]
     cases = spec.cases()
-    previous = read_previous(spec.out_dir, len(variants)) if spec.resume else Previous()
+    previous = read_previous(spec.out_dir, len(variants), ROW_CODES) if spec.resume \
+        else Previous()
     state = RunState(spec.out_dir, planned=len(cases) * len(variants), config=spec.config,
                      done=len(previous.rows), job=spec.job)
     state.save()
     if spec.resume:  # the kept cases alone, whole; the rest is measured and appended
         _write(spec, previous.rows, previous.tables)
         cases = [c for c in cases if c.id not in previous.cases]
-    progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream)
+    progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream,
+                        costs=[case_cost(op, case, env.get("peaks")) for case in cases])
     meter = LoadMeter(torch.device(spec.device).type, torch.device(spec.device).index or 0)
     outcomes: list[CaseOutcome] = []
     try:
@@ -161,12 +166,21 @@ def _stopped_by(exc: BaseException) -> str:
     return "SIGINT"
 
 
+def _optree(outcomes: list[CaseOutcome], spec: RunSpec) -> list[dict]:
+    """optree.csv's rows: the op tree of every profiled (case, variant) (op_tree.py)."""
+    return [{**dict(zip(KEY, (spec.suite.name, outcome.case.id, row.variant))), **node}
+            for outcome in outcomes for row in outcome.rows
+            if (profile := outcome.profiles.get(row.variant)) is not None
+            for node in profile.op_tree()]
+
+
 def _journal(outcome: CaseOutcome, spec: RunSpec, env: dict) -> None:
     """A finished case's rows, derived with the peaks known so far, appended to the tables."""
     for row in outcome.rows:
         derive(row, env.get("peaks"))
     samples, rounds, kernels, findings = _tables([outcome], spec)
-    append_tables(spec.out_dir, outcome.rows, kernels, samples, rounds, findings)
+    append_tables(spec.out_dir, outcome.rows, kernels, samples, rounds, findings,
+                  optree_rows=_optree([outcome], spec))
 
 
 def _probe_again(spec: RunSpec, env: dict) -> None:
@@ -194,7 +208,8 @@ def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: floa
     env["rounds"] = rounds_summary(rounds, outcomes)
     atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
     frames = _write(spec, rows, {SAMPLES_CSV: samples, ROUNDS_CSV: rounds, KERNELS_CSV: kernels,
-                                 FINDINGS_CSV: findings})
+                                 FINDINGS_CSV: findings,
+                                 OPTREE_CSV: kept.get(OPTREE_CSV, []) + _optree(outcomes, spec)})
     state.written(frames)
     return RunResult(spec, env, frames[MEASUREMENTS_CSV], findings, time.perf_counter() - started)
 
@@ -202,4 +217,4 @@ def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: floa
 def _write(spec: RunSpec, rows, tables: dict[str, list]) -> dict[str, pd.DataFrame]:
     return write_tables(spec.out_dir, rows, tables.get(KERNELS_CSV, []),
                         tables.get(SAMPLES_CSV, []), tables.get(ROUNDS_CSV, []),
-                        tables.get(FINDINGS_CSV, []))
+                        tables.get(FINDINGS_CSV, []), optree_rows=tables.get(OPTREE_CSV, []))

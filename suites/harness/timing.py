@@ -143,6 +143,26 @@ def _cuda_batch(call, n: int, flush) -> list[float]:
     return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
 
 
+def kernel_samples(call, n: int, flush=None) -> list[float]:
+    """Device time of `n` back-to-back calls, microseconds each (CUDA only): the method of
+    `triton.testing.do_bench`. A CUDA event pair brackets each call; `flush` (an L2 flush) runs
+    between the pairs, outside them; nothing waits for the GPU until all n are queued, so the
+    host path of one call overlaps the device work of the calls before it and the pairs time
+    the kernels. Where the host path of a call is longer than its kernels the queue runs dry
+    and the pairs time the host's issue rate instead: `kernel_us` near `median_us` says so."""
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    torch.cuda.synchronize()
+    for start, end in zip(starts, ends):
+        if flush is not None:
+            flush()
+        start.record()
+        call()
+        end.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+
+
 def sample_calls(call, device_type: str, spec: TimingSpec, warmup_calls: int,
                  budget: Budget | None = None, flush=None) -> list[float]:
     """Per-call samples in microseconds, after `warmup_calls` untimed calls; the whole budget of

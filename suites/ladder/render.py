@@ -7,6 +7,7 @@ import os
 
 import pandas as pd
 
+from suites.ladder import answer
 from suites.ladder.loading import machine
 from suites.report import html_page as hp
 from suites.report.banner import banner_html, banner_lines
@@ -122,9 +123,11 @@ def _dropped_display(collection) -> pd.DataFrame:
 
 
 def summary(ladder) -> str:
-    """What collect prints: the ladder table and each suite's sentences."""
+    """What collect prints: the answer, the ladder table and each suite's sentences."""
     c = ladder.collection
+    head, lines = answer.lines(ladder.table)
     parts = [f"> {line}" for line in _banner(c)]
+    parts += ["## The answer", "", head, "", *[f"- {line}" for line in lines], ""]
     parts += ["## Ladder: each block at its reference shape", "",
              md_table(ladder_display(ladder.table), ladder_columns(ladder.table)), ""]
     for part in ladder.suites:
@@ -161,12 +164,25 @@ def _suite_section(part) -> str:
     return "".join(body)
 
 
+def _answer_section(ladder) -> str:
+    """Does fusion pay off, block by block, beside the plot of the speedups; id=answer and
+    id=verdict as in a run's report (the browser test finds them there)."""
+    head, lines = answer.lines(ladder.table)
+    text = (f"<p id='verdict'><b>{_html.escape(head)}</b></p>" + hp.bullet_list(lines))
+    if ladder.answer_plot is None:
+        return f"<div id='answer'>{text}</div>"
+    return ("<div id='answer' style='display:flex;gap:20px;align-items:flex-start;"
+            f"flex-wrap:wrap'><div style='flex:1 1 560px;min-width:0'>{text}</div>"
+            f"<div style='flex:0 0 540px'>{hp.image(ladder.answer_plot)}</div></div>")
+
+
 def html(ladder) -> str:
     c = ladder.collection
-    sections = [("Ladder: each block at its reference shape",
+    sections = [("The answer: does fusion pay off, block by block", _answer_section(ladder)),
+                ("Ladder: each block at its reference shape",
                  f"<p>{_html.escape(INTRO)}</p>"
                  + hp.table(ladder_display(ladder.table), ladder_columns(ladder.table),
-                            left=TEXT_COLUMNS)
+                            left=TEXT_COLUMNS, sortable=True)
                  + f"<p>{_html.escape(_dropped_text(c))}</p>")]
     if len(c.dropped):
         sections.append(("Duplicates dropped",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.base import DTYPE_SHORT
+from suites.ladder import answer
 from suites.ladder import breakeven as be
 from suites.ladder import fits as ft
 from suites.ladder import plots, render
@@ -48,6 +49,7 @@ class Ladder:
     collection: Collection
     table: pd.DataFrame
     suites: list[SuitePart]
+    answer_plot: Path | None = None  # the first screen's plot (suites/ladder/answer.py)
 
 
 def _fit_sentence(row) -> str:
@@ -168,6 +170,7 @@ def write_outputs(ladder: Ladder, out_dir: Path) -> dict[str, Path]:
     pd.concat([p.breakeven for p in ladder.suites] or [pd.DataFrame(columns=be.COLUMNS)],
               ignore_index=True).to_csv(paths["breakeven.csv"], index=False)
     _plots(ladder, out_dir)
+    ladder.answer_plot = answer.plot(ladder.table, out_dir / "answer.png")
     paths["ladder.md"].write_text(render.markdown(ladder, out_dir), encoding="utf-8")
     paths["ladder.html"].write_text(render.html(ladder), encoding="utf-8")
     return paths

@@ -6,6 +6,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from suites.profiling.device_time import kernel_us, on_gpu
+from suites.profiling.gemm_rates import GemmLaunch, gemm_launches
+from suites.profiling.kernel_details import KernelDetails
+from suites.profiling.op_tree import op_tree
 from suites.profiling.trace_analysis import TraceAnalysis
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -21,6 +24,9 @@ class CallProfile:
     """Per-call views of an analysis; computed once each, since every detector asks."""
 
     analysis: TraceAnalysis
+    # The GEMMs (M, N, K) of one call in launch order, where the caller knows them (a case's
+    # parameters): the shapes of GEMM kernels the trace links to no op (gemm_rates.py).
+    gemm_shapes: tuple = ()
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _memo(self, key, compute):
@@ -56,18 +62,30 @@ class CallProfile:
     def _kernel_rows(self) -> list[dict]:
         count: dict[tuple, int] = defaultdict(int)
         total: dict[tuple, float] = defaultdict(float)
+        launched: dict[tuple, list] = defaultdict(list)
         gpu = on_gpu(self.analysis.mode)
         for step in self.steps:
             for kernel in step.kernels:
                 key = (kernel.name, _KIND.get(kernel.cat, "kernel") if gpu else "cpu_op")
                 count[key] += 1
                 total[key] += kernel_us(kernel, gpu)
+                launched[key].append(kernel)
         n = max(1, len(self.steps))
+        details = KernelDetails(self.analysis.trace.meta, self.gemm_launches() if gpu else [])
         rows = [{"kernel": name, "kind": kind, "calls_per_call": count[(name, kind)] / n,
                  "total_us_per_call": total[(name, kind)] / n,
-                 "mean_us": total[(name, kind)] / count[(name, kind)]}
+                 "mean_us": total[(name, kind)] / count[(name, kind)],
+                 **details.row(name, kind, launched[(name, kind)])}
                 for (name, kind) in count]
         return sorted(rows, key=lambda r: -r["total_us_per_call"])
+
+    def op_tree(self) -> list[dict]:
+        """The parent -> child tree of the ops per call (op_tree.py): optree.csv's rows."""
+        return self._memo("op_tree", lambda: op_tree(self.analysis))
+
+    def gemm_launches(self) -> list[GemmLaunch]:
+        """The GEMM kernel launches whose M, N, K are known (gemm_rates.py)."""
+        return self._memo("gemms", lambda: gemm_launches(self.steps, self.gemm_shapes))
 
     def ops_per_call(self) -> dict[str, float]:
         """CPU op name -> calls per call (aten::mm, aten::addmm, Torch-Compiled Region...)."""

@@ -59,9 +59,12 @@ def capture(call, label: str, device_type: str, spec: ProfileSpec, trace_path: P
 
     steps = spec.wait + spec.warmup + spec.active
     plan = schedule(wait=spec.wait, warmup=spec.warmup, active=spec.active, repeat=1)
+    # On a CPU the memory events give each call's peak allocation (suites/profiling/memory.py);
+    # a GPU run reads its peak from the CUDA allocator instead, outside the profiler.
     with native_stderr_captured(), profile(activities=activities, schedule=plan,
                                            on_trace_ready=export,
-                                           record_shapes=spec.record_shapes) as prof:
+                                           record_shapes=spec.record_shapes,
+                                           profile_memory=device_type == "cpu") as prof:
         for _ in range(steps):
             if before_call is not None:
                 before_call()

@@ -20,10 +20,13 @@ from suites.profiling.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mod
 from suites.profiling.host_parts import HostClassifier, HostParts
 from suites.profiling.op_kinds import (COPY_WRAPPERS, is_copy_api, is_cpu_kernel, is_launch_api,
                                        is_sync_api)
+from suites.profiling.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
+                                                 request_intervals)
 from suites.profiling.step_window import DeviceCoverage, DeviceWindow, window_bounds
 from suites.profiling.trace_events import RUNTIME_CATS, Event, Trace, TraceFormatError
 
 STEP_PREFIX = "ProfilerStep#"
+WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
 
 
 @dataclass
@@ -44,6 +47,16 @@ class StepMetrics:
     window: DeviceWindow | None = None  # GPU: what the device did in the step's window
     host: HostParts = field(default_factory=HostParts)  # set-up, data loading, collectives
     unlinked: int = 0  # activities with no launch in the trace, attributed by time
+    # The profiler's end-of-window sync, where the step's range holds it: left out of
+    # blocking_us (profiler_artifacts.py), its time stated apart.
+    flush: Event | None = None
+    buffer_gaps: int = 0  # idle stretches of the device window overlapping a buffer request
+    buffer_idle_us: float = 0.0  # the idle time they overlap
+    call: Event | None = None  # the call's range (its record_function, or the step)
+
+    @property
+    def flush_us(self) -> float:
+        return self.flush.dur if self.flush is not None else 0.0
 
     @property
     def ops(self) -> Counter:
@@ -72,6 +85,8 @@ class TraceAnalysis:
     unattributed_device: int  # device activities in no step: launched outside, or run outside
     unlinked_device: int = 0  # activities whose launch is not in the trace (kept, by time)
     copy_origins: dict = field(default_factory=dict)  # correlation id -> op a copy came from
+    flush: Flush | None = None  # the profiler's end-of-window sync, in a step or not
+    buffer_requests: list[Event] = field(default_factory=list)  # the profiler's (Kineto's)
 
 
 def nest_cpu_events(trace: Trace) -> dict:
@@ -142,7 +157,7 @@ def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
                                "activities: nothing to analyse")
     start = min(e.ts for e in everything)
     end = max(e.end for e in everything)
-    return [Event("whole trace", "", start, end - start, None, None, None, None, None)]
+    return [Event(WHOLE_TRACE, "", start, end - start, None, None, None, None, None)]
 
 
 def _outermost(ranges: list[Event]) -> list[Event]:
@@ -164,6 +179,18 @@ def _clipped(event: Event, end: float | None) -> Event:
         return event
     return Event(event.name, event.cat, event.ts, end - event.ts, event.pid, event.tid,
                  event.corr, event.ext, event.nbytes)
+
+
+def _closed(step: Event, trace_end: float | None) -> bool:
+    """Whether the program closed the step range: the profiler's flush comes after such a step
+    (profiler_artifacts.py). Not the whole trace (no steps), nor a step that runs past the
+    trace's last event by more than its recorded part: the profiler stopped with it open and
+    wrote its end late (13 s past a 1.5 ms step); a few us past is the step's own end."""
+    if not step.cat:
+        return False
+    if trace_end is None or step.end <= trace_end:
+        return True
+    return step.end - trace_end <= trace_end - step.ts
 
 
 def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
@@ -202,6 +229,9 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
              for step in find_steps(trace, step_pattern)]
     by_time = _by_time(unlinked, [call for _, call in calls]) if gpu else {}
     coverage = DeviceCoverage(trace.device, launches) if gpu else None
+    flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
+    requests = buffer_requests(trace)
+    request_union = request_intervals(requests)
     classifier = HostClassifier(trace)
     steps, device_end = [], float("-inf")
     for i, (step, call) in enumerate(calls):
@@ -210,15 +240,17 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
         runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
         host = classifier.parts(runtime, call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, by_time.get(i, []),
-                                mode, host)
+                                mode, host, flush.call if flush is not None else None)
         if coverage is not None:
             lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end)
             metrics.window, metrics.wall_us = coverage.window(lo, hi), hi - lo
+            metrics.buffer_gaps, metrics.buffer_idle_us = idle_overlap(
+                request_union, coverage.busy, lo, hi)
             device_end = max([device_end] + [k.end for k in metrics.kernels])
         steps.append(metrics)
     attributed = sum(s.n_kernels for s in steps) if gpu else 0
     return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
-                         len(unlinked) if gpu else 0, origins)
+                         len(unlinked) if gpu else 0, origins, flush, requests)
 
 
 def _by_time(activities: list[Event], calls: list[Event]) -> dict[int, list[Event]]:
@@ -263,17 +295,19 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
     return kernels, delays
 
 
-def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event]) -> tuple[float, float]:
+def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event],
+                         flush: Event | None = None) -> tuple[float, float]:
     """(launch us, blocking us) of a step's runtime calls. A synchronize call blocks; so does a
     copy call that returned only after its own copy had finished (a DtoH copy waits for the
     stream's earlier kernels: 146 ms of `cudaMemcpyAsync` for 704 bytes is waiting, not launch
     overhead). Each correlation id counts once (a runtime call and its driver call share one).
-    One-time set-up calls (`init`, host_parts.py) are neither."""
+    One-time set-up calls (`init`, host_parts.py) are neither, nor is the profiler's flush
+    (profiler_artifacts.py): the program did not ask for it."""
     launch = blocking = 0.0
     seen = set()
     setup = {id(call) for call in init}
     for call in runtime:
-        if id(call) in setup:
+        if id(call) in setup or call is flush:
             continue
         if call.corr is not None:
             if call.corr in seen:
@@ -292,7 +326,7 @@ def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event]
 
 
 def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
-                  host: HostParts) -> StepMetrics:
+                  host: HostParts, flush: Event | None = None) -> StepMetrics:
     delays: list[float] = []
     if on_gpu(mode):
         kernels, delays = _device_work(runtime, device_by_corr)
@@ -304,12 +338,15 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
     else:
         kernels = [op for op in ops if is_cpu_kernel(op)]
         device_us = sum(kernel_us(k, gpu=False) for k in kernels)
-    launch_us, blocking_us = _launch_and_blocking(runtime, device_by_corr, host.init_calls)
+    launch_us, blocking_us = _launch_and_blocking(runtime, device_by_corr, host.init_calls,
+                                                  flush)
+    mine = flush is not None and any(c is flush for c in runtime)
     return StepMetrics(
         name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
         launch_api_us=launch_us, blocking_us=blocking_us,
         launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=call.dur,
         kernels=kernels, op_events=ops, runtime=runtime,
         first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),
-        host=host, unlinked=len(unlinked),
+        host=host, unlinked=len(unlinked), flush=flush if mine else None,
+        call=call,
     )

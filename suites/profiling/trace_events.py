@@ -16,10 +16,13 @@ import gc
 import gzip
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
+
+from suites.profiling.event_args import GEMM_OPS, event_info
 
 # Device-side activities: what "kernels per call" counts on a GPU.
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -29,6 +32,15 @@ RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "xpu_dri
                           "privateuse1_runtime", "privateuse1_driver", "mtia_runtime"})
 CPU_OP_CATS = frozenset({"cpu_op", "operator"})  # `operator` in traces of older torch versions
 ANNOTATION_CATS = frozenset({"user_annotation"})
+# Kineto's own activity (`Activity Buffer Request`, `Lazy Function Loading`...): read, so the
+# device's idle time the profiler caused is told from the program's (profiler_artifacts.py).
+OVERHEAD_CAT = "overhead"
+# Of the Python frames (traces recorded with_stack), only the profiler's own stop is kept: the
+# device sync inside it is the profiler's flush (profiler_artifacts.py). Not the __exit__ of
+# torch/autograd/profiler.py: record_function's has the same name. A suffix test first: every
+# python_function event's name is checked, and most end otherwise.
+_PROFILER_FRAME_END = "): stop_trace"
+_PROFILER_FRAME = re.compile(r"torch/profiler/profiler\.py\(\d+\): stop_trace$")
 # Older Kineto wrote capitalised categories (Kernel, Memcpy, Memset, Runtime, Driver); they are
 # read as today's names, so an old trace is analysed like a new one.
 _CATEGORY_ALIASES = {"memcpy": "gpu_memcpy", "memset": "gpu_memset", "runtime": "cuda_runtime",
@@ -48,7 +60,8 @@ class TraceFormatError(ValueError):
 class Event:
     """One complete ('X') event, reduced to what the analysis reads."""
 
-    __slots__ = ("name", "cat", "ts", "dur", "pid", "tid", "corr", "ext", "nbytes", "self_us", "op")
+    __slots__ = ("name", "cat", "ts", "dur", "pid", "tid", "corr", "ext", "nbytes", "self_us", "op",
+                 "info")
 
     def __init__(self, name, cat, ts, dur, pid, tid, corr, ext, nbytes):
         # One statement per slot: packing and unpacking tuples costs a quarter more per event.
@@ -63,6 +76,7 @@ class Event:
         self.nbytes = nbytes
         self.self_us = dur  # cpu ops: duration minus direct children (set by nesting)
         self.op = None  # the name of the innermost cpu op around this one (set by nesting)
+        self.info = None  # a kernel's launch, a GEMM op's input shapes (event_args.py)
 
     @property
     def end(self) -> float:
@@ -77,6 +91,8 @@ class Trace:
     path: str
     cpu_ops: list[Event] = field(default_factory=list)
     annotations: list[Event] = field(default_factory=list)  # ProfilerStep#N, record_function
+    overhead: list[Event] = field(default_factory=list)  # the profiler's own (OVERHEAD_CAT)
+    profiler_frames: list[Event] = field(default_factory=list)  # its stop (_PROFILER_FRAME)
     runtime: list[Event] = field(default_factory=list)  # cudaLaunchKernel, cuLaunchKernel, ...
     device: list[Event] = field(default_factory=list)  # kernels, memcpy, memset
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
@@ -310,11 +326,13 @@ def _read_events(path, trace: Trace) -> None:
         buckets[cat] = trace.cpu_ops
     for cat in ANNOTATION_CATS:
         buckets[cat] = trace.annotations
+    buckets[OVERHEAD_CAT] = trace.overhead
     # One shared object per distinct name, category and int pid/tid: a decoded string or int
     # is a new object per event (50-80 bytes each).
     names: dict = {}
     kinds: dict = {}  # raw `cat` string -> _kind()
     ids: dict = {}
+    infos: dict = {}  # event_args.py's tuples, shared
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
     isfinite, numbers = math.isfinite, _NUMBER_TYPES
     for batch in _raw_batches(path, trace.meta):
@@ -339,7 +357,10 @@ def _read_events(path, trace: Trace) -> None:
                 bucket = annotations
             elif bucket is None:
                 other[cat] = other.get(cat, 0) + 1
-                continue
+                if not (cat == "python_function" and type(name) is str
+                        and name.endswith(_PROFILER_FRAME_END) and _PROFILER_FRAME.search(name)):
+                    continue
+                bucket = trace.profiler_frames  # counted above too: a python_function event
             ts, dur = raw.get("ts"), raw.get("dur", 0.0)
             if not (type(ts) in numbers and type(dur) in numbers):
                 ts, dur = _number(ts), _number(raw.get("dur"), 0.0)
@@ -366,7 +387,10 @@ def _read_events(path, trace: Trace) -> None:
                 pid = ids.setdefault(pid, pid)
             if type(tid) is int:
                 tid = ids.setdefault(tid, tid)
-            bucket.append(Event(interned, cat, float(ts), float(dur), pid, tid, corr, ext,
-                                nbytes))
-    for events in (trace.cpu_ops, trace.annotations, trace.runtime, trace.device):
+            event = Event(interned, cat, float(ts), float(dur), pid, tid, corr, ext, nbytes)
+            if (cat == "kernel" or interned in GEMM_OPS) and type(args) is dict:
+                event.info = event_info(cat, interned, args, infos)
+            bucket.append(event)
+    for events in (trace.cpu_ops, trace.annotations, trace.runtime, trace.device,
+                   trace.overhead, trace.profiler_frames):
         events.sort(key=lambda e: (e.ts, -e.dur))  # a parent before its child at equal starts

@@ -67,8 +67,16 @@ def banner_lines(envs: list[dict], frame: pd.DataFrame, states=()) -> list[str]:
     return lines
 
 
+SHOWN = 3  # banner lines shown at once; the rest one click away, so the answer stays on screen
+
+
 def banner_html(lines: list[str]) -> str:
     if not lines:
         return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    return f"<div class='banner'><strong>Read with care</strong><ul>{items}</ul></div>"
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines[:SHOWN])
+    more = ""
+    if len(lines) > SHOWN:
+        rest = "".join(f"<li>{html.escape(line)}</li>" for line in lines[SHOWN:])
+        more = (f"<details><summary>{len(lines) - SHOWN} more</summary><ul>{rest}</ul>"
+                "</details>")
+    return f"<div class='banner'><strong>Read with care</strong><ul>{items}</ul>{more}</div>"

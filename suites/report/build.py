@@ -17,16 +17,24 @@ from suites.run_folders import read_env, table_problems
 from suites.report.conventions import conventions_html
 from suites.report.narrative import case_lines, headline
 from suites.report.verdicts import verdict_lines
+from suites.report import answer
+from suites.report import shared_findings as sf
+from suites.report import hotspots, op_trees
+from suites.report.plots import answer as plot_answer
 from suites.report.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
 from suites.results.columns import Status, headers
-from suites.results.tables import CSV_ERRORS, FINDINGS_CSV, read_measurements, with_columns
+from suites.findings.codes import BOUND_CODES, CHANGE_CODES
+from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, read_kernels, read_measurements,
+                                   with_columns)
 
+# rounds, GB/s and the modelled bytes stay in measurements.csv: the table must fit 1400 px with
+# the GPU-only columns (kernel us, kernel speedup, launch us) filled.
 RESULT_COLUMNS = headers([
-    "case_id", "variant", "median_us", "p10_us", "p90_us", "rounds", "speedup", "speedup_low",
-    "speedup_high", "device_ratio", "host_us", "device_us",
-    "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "gbps", "pct_peak",
-    "bytes_moved", "backend", "first_call_ms", "scaled_err", "trace"])
+    "case_id", "variant", "median_us", "p10_us", "p90_us", "speedup", "speedup_low",
+    "speedup_high", "kernel_us", "kernel_speedup", "device_ratio", "host_us", "device_us",
+    "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "pct_peak", "peak_mem_mb",
+    "backend", "first_call_ms", "scaled_err", "trace"])
 NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
 FINDING_COLUMNS = headers([c for c in FINDINGS_TABLE if c != "suite"])
 # Documented at the end of the report: what its tables show, and the models behind them.
@@ -59,10 +67,44 @@ def _measured_section(op: Op, frame: pd.DataFrame) -> str:
     return (f"<p>{html.escape(op.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
 
 
-def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> str:
+def _answer_section(frame: pd.DataFrame, findings: pd.DataFrame, op: Op, name,
+                    plot: Path | None) -> str:
+    """The first screen: does fusion pay off, per family, and where the time goes, beside a
+    small plot of the speedups (suites/report/answer.py)."""
+    baseline = op.baseline
+    where = answer.where_time_goes(frame, findings, baseline, name)
+    text = (f"<p id='verdict'><b>{html.escape(answer.pays_off(frame, baseline, name))}</b></p>"
+            + hp.bullet_list(answer.family_lines(frame, baseline, name))
+            + (f"<p>{html.escape(where)}</p>" if where else ""))
+    if plot is None:
+        return f"<div id='answer'>{text}</div>"
+    # id=answer: the test in a browser checks it is on the first screen (tests/browser.py).
+    return ("<div id='answer' style='display:flex;gap:20px;align-items:flex-start;"
+            "flex-wrap:wrap'>"
+            f"<div style='flex:1 1 560px;min-width:0'>{text}</div>"
+            f"<div style='flex:0 0 540px'>{hp.image(plot)}</div></div>")
+
+
+def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
+                      name) -> str:
+    """Findings that hold across cases once, with where they hold; then each case's own."""
+    all_cases = list(dict.fromkeys(frame["case_id"]))
+    name_of = {r["case_id"]: name(r) for _, r in frame.drop_duplicates("case_id").iterrows()}
+    shared = [g for g in sf.group(findings, (*BOUND_CODES, *CHANGE_CODES))
+              if len(g.cases) > 1]
+    said = {(c, v, g.code) for g in shared for c, v in g.keys}
     parts = [hp.bullet_list(headline(frame, baseline))]
-    for case_id, lines in case_lines(frame, findings, baseline):
-        parts.append(f"<h3>{html.escape(case_id)}</h3>{hp.bullet_list(lines)}")
+    if shared:
+        parts.append("<h3>Across cases</h3>" + hp.bullet_list(
+            f"{g.text()} ({sf.where(g, all_cases, name_of)})" for g in shared))
+    only_fastest = []  # a case with nothing of its own to say: one line in a common list
+    for case_id, lines in case_lines(frame, findings, baseline, said):
+        if len(lines) == 1:
+            only_fastest.append(f"{name_of.get(case_id, case_id)}: {lines[0]}")
+        else:
+            parts.append(f"<h3>{html.escape(case_id)}</h3>{hp.bullet_list(lines)}")
+    if only_fastest:
+        parts.append("<h3>Fastest per case</h3>" + hp.bullet_list(only_fastest))
     return "".join(parts)
 
 
@@ -90,21 +132,36 @@ def write_report(run_dir: Path) -> Path:
         op = registry.get_op(suite)
     except registry.UnknownNameError as exc:
         raise ConfigError(f"{run_dir}: {exc}") from None
-    plots = write_plots(frame, op.size_axis, list(op.params), op.baseline, run_dir / "plots")
+    # A 2-D case of an op with a batch axis has no B column value: it is B=1 (kernels/base.py).
+    frame = frame.assign(**{p: frame[p].fillna(d) for p, d in op.optional.items() if p in frame})
+    params = op.columns(frame)
     ok, not_run = frame[frame["status"] == Status.OK], frame[frame["status"] != Status.OK]
-    answer = verdict_lines(frame, op.size_axis, [p for p in op.params if p in frame], op.baseline)
+    plots = write_plots(frame, op.size_axis, params, op.baseline, run_dir / "plots",
+                        read_kernels(run_dir))
+    small = run_dir / "plots" / "answer.png"
+    name = answer.case_namer(frame, op.size_axis, params)
+    small = plot_answer(ok, op.size_axis, params, op.baseline, small) if ok["speedup"].notna().any() \
+        and not (ok["variant"] == op.baseline).all() else None
+    verdicts = verdict_lines(frame, op.size_axis, [p for p in params if p in frame],
+                             op.baseline)
     sections = [
-        (f"The answer: each variant against {op.baseline}", hp.bullet_list(answer)),
-        ("What was measured", _measured_section(op, frame)),
-        ("What the profile says", _findings_section(frame, findings, op.baseline)),
+        (f"The answer: does fusion pay off against {op.baseline}, and where does the time go",
+         _answer_section(frame, findings, op, name, small)),
+        ("Each variant and dtype, size by size", hp.bullet_list(verdicts)),
+        ("What the profile says", _findings_section(frame, findings, op.baseline, name)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
         ("Results (status ok)", hp.table(_flag_above_peak(ok), RESULT_COLUMNS,
-                                         links={"trace": "Perfetto trace"})),
+                                         links={"trace": "Perfetto"}, ranges=hp.RANGES,
+                                         drop_empty=True, sortable=True)),
         ("Not shown as results: skipped, failed, incorrect or noisy", hp.table(not_run, NOT_RUN_COLUMNS,
                                                            left=("case_id", "variant", "reason"))
          if len(not_run) else "<p>Every variant ran on every case.</p>"),
         ("All findings", hp.table(findings, FINDING_COLUMNS,
                                   left=("case_id", "variant", "code", "statement", "evidence"))),
+        (f"Op tree per call, against {op.baseline}",
+         op_trees.section(run_dir, frame, op.baseline, name)),
+        ("Hotspots: the top 15 ops per call by self time", hotspots.section(run_dir, frame, name)),
+        ("What was measured", _measured_section(op, frame)),
         ("How to read this report", conventions_html(op, EXPLAINED)),
     ]
     title = f"fusebench: {op.name} on {env.get('device')}"

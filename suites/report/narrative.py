@@ -3,11 +3,11 @@ other variants changed (fusion, kernels per call, the memory traffic fusion avoi
 one was fastest."""
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 
 from suites.findings.codes import BOUND_CODES, CHANGE_CODES
+from suites.report.numbers import plain
 from suites.results.columns import Status
 
 
@@ -24,10 +24,10 @@ def _fastest(rows: pd.DataFrame) -> str:
         return f"no clean measurement: {noisy} variant(s) noisy" if noisy else "no variant ran"
     best = ok.loc[ok["median_us"].idxmin()]
     if pd.isna(best.get("speedup")):  # no ok baseline, or no round both were clean in
-        return f"fastest: {best['variant']} at {best['median_us']:.4g} us (no paired speedup)"
+        return f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us (no paired speedup)"
     interval = ("" if pd.isna(best.get("speedup_low")) else
                 f", 95% interval {best['speedup_low']:.3g}-{best['speedup_high']:.3g}")
-    return (f"fastest: {best['variant']} at {best['median_us']:.4g} us ({best['speedup']:.3g}x the "
+    return (f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us ({best['speedup']:.3g}x the "
             f"baseline, paired per round{interval})")
 
 
@@ -45,25 +45,28 @@ def _traffic(rows: pd.DataFrame, baseline: str) -> str | None:
             + ", ".join(parts))
 
 
-def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str) -> list[tuple[str, list[str]]]:
-    """[(case heading, [sentences])] in sweep order."""
+def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
+               said=frozenset()) -> list[tuple[str, list[str]]]:
+    """[(case heading, [sentences])] in sweep order; `said`: the (case_id, variant, code) of
+    findings already stated across cases (shared_findings.py), left out here."""
     out = []
     for case_id, rows in frame.groupby("case_id", sort=False):
         lines = []
         bound = _statement(findings, case_id, baseline, BOUND_CODES)
         base_status = rows.loc[rows["variant"] == baseline, "status"]
-        if bound:
+        shared_bound = any((case_id, baseline, str(c)) in said for c in BOUND_CODES)
+        if bound and not shared_bound:
             lines.append(f"{baseline}: {bound}")
         elif len(base_status) and base_status.iloc[0] == Status.NOISY:
             lines.append(f"{baseline}: noisy (too few clean timing rounds): nothing is stated "
                          "from a contended machine")
-        else:
+        elif not bound:
             lines.append(f"{baseline}: not profiled")
         for variant in rows["variant"]:
             if variant == baseline:
                 continue
-            changes = [s for code in CHANGE_CODES
-                       if (s := _statement(findings, case_id, variant, (code,)))]
+            changes = [s for code in CHANGE_CODES if (case_id, variant, str(code)) not in said
+                       and (s := _statement(findings, case_id, variant, (code,)))]
             if changes:
                 lines.append(f"{variant}: " + "; ".join(changes))
         traffic = _traffic(rows, baseline)
@@ -78,11 +81,3 @@ def headline(frame: pd.DataFrame, baseline: str) -> list[str]:
     """The rows of the sweep by status (the answer per variant is the report's first section)."""
     counts = frame["status"].value_counts()
     return ["rows: " + ", ".join(f"{n} {status}" for status, n in counts.items())]
-
-
-def fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)

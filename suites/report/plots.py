@@ -1,5 +1,6 @@
 """The report's plots, one PNG each: time per call vs size, speedup vs the baseline, where the
-time goes (device work vs exposed overhead), and kernels per call."""
+time goes (per op: suites/report/op_plot.py), kernels per call, peak memory per call, and the
+first screen's small speedup plot (`answer`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +13,7 @@ from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from kernels.base import DTYPE_SHORT, as_value  # noqa: E402
+from suites.report.op_plot import where_time_goes  # noqa: E402
 from suites.results import atomic  # noqa: E402
 from suites.results.columns import Status  # noqa: E402
 
@@ -72,6 +74,15 @@ def time_vs_size(frame, size_axis, params, path: Path) -> Path:
     return _save(fig, path)
 
 
+def peak_memory(frame, size_axis, params, path: Path) -> Path:
+    fig, panels = _panels(frame, "Peak memory per call (allocated beyond the inputs)")
+    for dtype, ax in panels:
+        _lines(frame[frame["dtype"] == dtype], size_axis, params, "peak_mem_mb", ax)
+        ax.set_title(DTYPE_SHORT.get(dtype, dtype))
+        ax.set_ylabel("peak MiB per call")
+    return _save(fig, path)
+
+
 def speedup(frame, size_axis, params, baseline: str, path: Path) -> Path:
     fig, panels = _panels(frame, f"Speedup over {baseline} (paired per timing round)")
     for dtype, ax in panels:
@@ -128,8 +139,42 @@ def kernels_per_call(frame, size_axis, path: Path) -> Path:
     return _save(fig, path)
 
 
+def answer(frame, size_axis, params, baseline: str, path: Path) -> Path:
+    """The first screen's plot, small: each variant's speedup over the baseline against size,
+    its 95% interval as a bar, one line per (variant, dtype), 1x drawn."""
+    fig, ax = plt.subplots(figsize=(5.4, 3.0))
+    rows = frame[(frame["variant"] != baseline) & frame["speedup"].notna()]
+    rows = rows.assign(series=rows.apply(series_label(frame, size_axis, params), axis=1))
+    styles = {d: s for d, s in zip(dict.fromkeys(rows["dtype"]), ("-", "--", ":", "-."))}
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    hues = {v: colors[i % len(colors)] for i, v in enumerate(dict.fromkeys(frame["variant"]))}
+    for (series, variant, dtype), group in rows.groupby(["series", "variant", "dtype"],
+                                                         sort=False):
+        group = group.sort_values(size_axis)
+        errors = [(group["speedup"] - group["speedup_low"]).clip(lower=0).fillna(0),
+                  (group["speedup_high"] - group["speedup"]).clip(lower=0).fillna(0)]
+        ax.errorbar(group[size_axis], group["speedup"], yerr=errors, marker="o", markersize=3,
+                    linestyle=styles[dtype], color=hues[variant], capsize=2, linewidth=1.2,
+                    label=f"{series} {DTYPE_SHORT.get(dtype, dtype)}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)  # 2x faster and 2x slower are the same distance from 1
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_xlabel(size_axis, fontsize=8)
+    ax.set_ylabel(f"speedup over {baseline}", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    with atomic.replacing(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+    return path
+
+
 def write_plots(frame: pd.DataFrame, size_axis: str, params: list[str], baseline: str,
-                out_dir: Path) -> list[Path]:
+                out_dir: Path, kernels: pd.DataFrame | None = None) -> list[Path]:
     ok = frame[frame["status"] == Status.OK]
     if ok.empty:
         return []
@@ -137,6 +182,12 @@ def write_plots(frame: pd.DataFrame, size_axis: str, params: list[str], baseline
     paths = [time_vs_size(ok, size_axis, params, out_dir / "time_vs_size.png"),
              speedup(ok, size_axis, params, baseline, out_dir / "speedup.png")]
     if ok["device_us"].notna().any():
-        paths.append(breakdown(ok, size_axis, out_dir / "breakdown.png"))
+        per_op = None if kernels is None else where_time_goes(ok, kernels, size_axis,
+                                                                 out_dir / "where_time_goes.png")
+        # Without kernels.csv, the split of each call into device work and overhead alone.
+        paths.append(per_op or breakdown(ok, size_axis, out_dir / "breakdown.png"))
         paths.append(kernels_per_call(ok, size_axis, out_dir / "kernels_per_call.png"))
+    if "peak_mem_mb" in ok and (ok["peak_mem_mb"] > 0).any():
+        paths.append(peak_memory(ok[ok["peak_mem_mb"] > 0], size_axis, params,
+                                 out_dir / "peak_memory.png"))
     return paths

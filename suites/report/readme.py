@@ -12,12 +12,13 @@ import re
 import sys
 from pathlib import Path
 
+from suites.findings import catalog
 from suites.report.conventions import (columns_markdown, ladder_markdown, models_markdown,
                                        rules_markdown)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTIONS = {"columns": columns_markdown, "models": models_markdown, "rules": rules_markdown,
-            "ladder": ladder_markdown}
+            "ladder": ladder_markdown, "findings": catalog.markdown}
 
 
 def render(text: str) -> str:

@@ -7,13 +7,15 @@ from suites.report.banner import banner_lines
 from suites.results.columns import Status, headers
 
 COLUMNS = headers(["case_id", "variant", "median_us", "speedup", "speedup_low", "speedup_high",
-                   "n_kernels", "host_us", "device_us", "tflops", "first_call_ms"])
+                   "kernel_us", "kernel_speedup", "n_kernels", "host_us", "device_us", "tflops", "first_call_ms"])
 
 
 def summary_table(frame: pd.DataFrame, env: dict | None = None) -> str:
     """The ok rows, one line per status group of the others, then the banner's warnings."""
     ok = frame[frame["status"] == Status.OK]
-    table = ok[list(COLUMNS)].rename(columns=COLUMNS)
+    # Columns no ok row has a value in (kernel us on a CPU, device us without a profile) go.
+    shown = {c: h for c, h in COLUMNS.items() if c in ok and ok[c].notna().any()}
+    table = ok[list(shown)].rename(columns=shown)
     lines = [table.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")
              if len(table) else "(no variant ran)"]
     others = frame[frame["status"] != Status.OK]

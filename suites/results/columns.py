@@ -81,6 +81,11 @@ METRICS = (
        "one call started on an idle GPU (queue drained, host work included), CUDA events around "
        "it. CPU: perf_counter_ns around each call, the thread count set and recorded",
        "median us", "timing"),
+    Column("kernel_us", "us", NUMBER,
+       "CUDA: median device time of one call among calls queued back to back (L2 flushed "
+       "between them, no host sync in between: triton.testing.do_bench's method), so the host "
+       "path is hidden behind the device work; near median us, the host path was the longer. "
+       "Empty on a CPU, which has no separate device", "kernel us"),
     Column("p10_us", "us", NUMBER, "10th percentile of the timed calls", "p10", "timing"),
     Column("p90_us", "us", NUMBER, "90th percentile of the timed calls", "p90", "timing"),
     Column("min_us", "us", NUMBER, "the fastest timed call", part="timing"),
@@ -91,6 +96,10 @@ METRICS = (
        "1st call ms"),
     Column("compile_ms", "ms", NUMBER, "compile variants: the first call minus one warm call",
            "compile ms"),
+    Column("compile_graphs", "", NUMBER,
+       "compile variants: graphs dynamo built for the case (first call to the checked call; "
+       "one per shape, as a fresh dynamo compiles each case: static-shape specialisation)",
+       "graphs"),
     Column("compile_cache", "", TEXT,
        "compile variants: whether the first call compiled (miss) or loaded Inductor's cached "
        "graph (hit), or neither (none)"),
@@ -103,6 +112,15 @@ METRICS = (
     Column("device_ratio", "x", NUMBER,
        "baseline device us / this row's device us: a ratio from the profile pass, not a "
        "speedup; a finding says when it and the speedup disagree", "device ratio (profile)"),
+    Column("kernel_speedup", "x", NUMBER,
+       "CUDA: baseline kernel us / this row's kernel us: what the kernels alone gain, the "
+       "measure for a hand-written kernel against the library kernel it replaces (the speedup "
+       "also counts each call's host path)", "kernel speedup"),
+    Column("peak_mem_mb", "MiB", NUMBER,
+       "memory one call allocates at its peak beyond what existed before it (intermediates and "
+       "output, not the inputs). CUDA: max_memory_allocated around one call after a reset. CPU: "
+       "the running sum of the profiler's memory events inside the call's range (the profiling "
+       "pass records them), median over the profiled calls", "peak MiB"),
     Column("host_us", "us", NUMBER,
        "CPU span of the call's record_function range in the profiled pass", "host us",
        "profile"),
@@ -145,8 +163,11 @@ METRICS = (
        "bytes this variant's form moves by the op's model, intermediates included, where "
        "modelled", "bytes (model)", "roofline"),
     Column("intensity", "FLOP/B", NUMBER, "flops / bytes", part="roofline"),
-    Column("tflops", "TFLOP/s", NUMBER, "flops / median", "TFLOP/s", "roofline"),
-    Column("gbps", "GB/s", NUMBER, "bytes / median", "GB/s", "roofline"),
+    Column("tflops", "TFLOP/s", NUMBER,
+       "flops / kernel us on CUDA (the device's work rate), flops / median on a CPU",
+       "TFLOP/s", "roofline"),
+    Column("gbps", "GB/s", NUMBER, "bytes / kernel us on CUDA, bytes / median on a CPU", "GB/s",
+       "roofline"),
     Column("pct_peak", "%", NUMBER,
        "achieved FLOP/s over min(peak FLOP/s, intensity x peak bandwidth), both peaks measured "
        "on this machine (the best of a probe at the start and one at the end of the run, "
@@ -176,13 +197,23 @@ BY_NAME = {c.name: c for c in MEASUREMENTS}
 KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; the other tables join on it
 
 # The other tables of a run folder: their columns, in order, KEY first.
+# A GEMM kernel's identity and achieved rate, each kernel's launch configuration and occupancy
+# (suites/profiling/kernel_details.py); empty where a kernel has none, absent from older runs.
+KERNEL_DETAIL_COLUMNS = (
+    "gemm_library", "gemm_arch", "gemm_layout", "gemm_dtype", "gemm_tile", "gemm_stages",
+    "gemm_tensor_core", "gemm_shapes", "gemm_tflops", "registers_per_thread", "shared_mem_bytes",
+    "grid", "block", "blocks_per_sm", "warps_per_sm", "est_occupancy_pct",
+    "theoretical_occupancy_pct", "occupancy_limit", "launch_configs")
 KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_per_call",
-                        "mean_us")
+                        "mean_us") + KERNEL_DETAIL_COLUMNS
 SAMPLE_COLUMNS = KEY + ("round", "sample", "time_us")
 # One row per variant per timing round: what the round measured and whether it was clean.
 ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "median_us", "wait_frac",
                        "others_cores", "gpu_other_processes", "sm_clock_ratio", "state", "reason")
 FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
+# One row per node of a call's op tree, per call (suites/profiling/op_tree.py): the path from
+# the call down (`aten::linear > aten::addmm`), depth 0 the call itself.
+OPTREE_COLUMNS = KEY + ("path", "depth", "name", "kind", "calls_per_call", "self_us", "total_us")
 _OTHER_TABLES = (set(KERNEL_COLUMNS + SAMPLE_COLUMNS + ROUND_COLUMNS + FINDING_COLUMNS)
                  - set(BY_NAME))
 

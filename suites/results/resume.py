@@ -3,9 +3,9 @@
 The journal writes a case's rows together (journal.py), so a case is either in the tables with
 all its rows or not at all; the cases found whole are kept as they are and not measured again.
 A case with only some of its rows (a kill while the tables were being written whole) is
-measured again and its partial rows dropped. Findings across rows (above_peak,
-passes_disagree, rounds_dropped) are dropped too: the resumed run finds them again over every
-row."""
+measured again and its partial rows dropped. Findings across rows (`cross_row_codes`: the
+runner passes findings/rows.py's ROW_CODES) are dropped too: the resumed run finds them again
+over every row."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,10 +15,9 @@ import pandas as pd
 
 from suites.results.columns import KEY
 from suites.results.row import ResultRow
-from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, KERNELS_CSV, ROUNDS_CSV,
-                                   SAMPLES_CSV, param_columns, read_measurements)
+from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, KERNELS_CSV, OPTREE_CSV,
+                                   ROUNDS_CSV, SAMPLES_CSV, param_columns, read_measurements)
 
-CROSS_ROW_CODES = ("above_peak", "passes_disagree", "rounds_dropped")
 
 
 @dataclass
@@ -28,7 +27,7 @@ class Previous:
     tables: dict[str, list[dict]] = field(default_factory=dict)  # file name -> kept records
 
 
-def read_previous(folder: Path, variants_per_case: int) -> Previous:
+def read_previous(folder: Path, variants_per_case: int, cross_row_codes=()) -> Previous:
     """The whole cases of an interrupted run in `folder`; an empty Previous if it wrote none."""
     folder = Path(folder)
     if not (folder / "measurements.csv").exists():
@@ -41,13 +40,14 @@ def read_previous(folder: Path, variants_per_case: int) -> Previous:
     params = param_columns(kept)
     rows = [ResultRow.from_record(r, params) for r in kept.to_dict("records")]
     tables = {}
-    for name in (SAMPLES_CSV, ROUNDS_CSV, KERNELS_CSV, FINDINGS_CSV):
+    # optree.csv: absent from a run before it existed, and then its kept cases have no tree
+    for name in (SAMPLES_CSV, ROUNDS_CSV, KERNELS_CSV, FINDINGS_CSV, OPTREE_CSV):
         try:
             table = pd.read_csv(folder / name)
         except (FileNotFoundError, *CSV_ERRORS):
             table = pd.DataFrame(columns=list(KEY))
         table = table[table["case_id"].isin(whole)]
         if name == FINDINGS_CSV and "code" in table:
-            table = table[~table["code"].isin(CROSS_ROW_CODES)]
+            table = table[~table["code"].isin([str(c) for c in cross_row_codes])]
         tables[name] = table.to_dict("records")
     return Previous(whole, rows, tables)

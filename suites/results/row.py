@@ -104,6 +104,10 @@ class ResultRow:
     speedup_low: float = NAN
     speedup_high: float = NAN
     device_ratio: float = NAN
+    kernel_us: float = NAN
+    kernel_speedup: float = NAN
+    peak_mem_mb: float = NAN
+    compile_graphs: float = NAN
     exposed_overhead_us: float = NAN
     timing: TimingStats | None = None
     check: Check | None = None

@@ -1,6 +1,6 @@
-"""The run tables on disk: measurements.csv, kernels.csv, samples.csv, rounds.csv and
-findings.csv written from typed rows, and measurements.csv read back, checked against the schema
-and typed."""
+"""The run tables on disk: measurements.csv, kernels.csv, samples.csv, rounds.csv,
+findings.csv and optree.csv written from typed rows, and measurements.csv read back, checked
+against the schema and typed."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,12 +12,15 @@ from suites.errors import ConfigError
 from suites.results import atomic, journal
 from suites.results.columns import (BY_NAME, FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING,
                                     METRICS, ROUND_COLUMNS, SAMPLE_COLUMNS, Status, column, empty, numeric)
+from suites.results.columns import OPTREE_COLUMNS
+from suites.results.columns import KERNEL_DETAIL_COLUMNS
 from suites.results.row import ResultRow
 
 MEASUREMENTS_CSV = journal.MEASUREMENTS_CSV
 KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV = (
     "kernels.csv", "samples.csv", "rounds.csv", "findings.csv")
-TABLES = (MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV)
+OPTREE_CSV = "optree.csv"  # the op tree of each (case, variant): absent in runs before it
+TABLES = (MEASUREMENTS_CSV, KERNELS_CSV, SAMPLES_CSV, ROUNDS_CSV, FINDINGS_CSV, OPTREE_CSV)
 CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
 
 
@@ -30,23 +33,24 @@ def measurements_frame(rows: Sequence[ResultRow]) -> pd.DataFrame:
 
 
 def table_frames(rows: Sequence[ResultRow], kernel_rows, sample_rows, round_rows,
-                 finding_rows) -> dict[str, pd.DataFrame]:
+                 finding_rows, optree_rows=()) -> dict[str, pd.DataFrame]:
     """file name -> its table, for the rows given."""
     frames = {MEASUREMENTS_CSV: measurements_frame(rows)}
     for name, columns, records in ((KERNELS_CSV, KERNEL_COLUMNS, kernel_rows),
                                    (SAMPLES_CSV, SAMPLE_COLUMNS, sample_rows),
                                    (ROUNDS_CSV, ROUND_COLUMNS, round_rows),
-                                   (FINDINGS_CSV, FINDING_COLUMNS, finding_rows)):
+                                   (FINDINGS_CSV, FINDING_COLUMNS, finding_rows),
+                                   (OPTREE_CSV, OPTREE_COLUMNS, optree_rows)):
         frames[name] = pd.DataFrame(records, columns=list(columns))
     return frames
 
 
 def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
-                 round_rows, finding_rows) -> dict[str, pd.DataFrame]:
+                 round_rows, finding_rows, optree_rows=()) -> dict[str, pd.DataFrame]:
     """Every table, whole, each replacing its file atomically (suites/results/atomic.py);
     returns them by file name."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows)
+    frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows, optree_rows)
     for name, frame in frames.items():
         with atomic.replacing(out_dir / name) as tmp:
             frame.to_csv(tmp, index=False)
@@ -54,10 +58,10 @@ def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_r
 
 
 def append_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
-                  round_rows, finding_rows) -> None:
+                  round_rows, finding_rows, optree_rows=()) -> None:
     """One case's rows at the end of every table, on disk when it returns (journal.py);
     measurements.csv last, so a case found there has all its other rows too."""
-    frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows)
+    frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows, optree_rows)
     for name in sorted(frames, key=lambda n: n == MEASUREMENTS_CSV):
         journal.append(out_dir / name, frames[name])
 
@@ -92,6 +96,43 @@ def read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFram
     # Empty for ok rows (and absent in the oldest runs): "" rather than NaN, so it reads as text.
     reasons = frame["reason"] if "reason" in frame else [None] * len(frame)
     frame["reason"] = ["" if pd.isna(v) else str(v) for v in reasons]
+    return frame
+
+
+def read_kernels(folder: Path) -> pd.DataFrame:
+    """kernels.csv of a run folder, its times as numbers; empty (with its columns) where the
+    file is missing or unreadable: the readers' banner names that (run_folders.py)."""
+    try:
+        frame = pd.read_csv(Path(folder) / KERNELS_CSV)
+    except (FileNotFoundError, *CSV_ERRORS):
+        return pd.DataFrame(columns=list(KERNEL_COLUMNS))
+    if not set(KERNEL_COLUMNS) - set(KERNEL_DETAIL_COLUMNS) <= set(frame.columns):
+        return pd.DataFrame(columns=list(KERNEL_COLUMNS))
+    # A run from before the detail columns: they are there, empty.
+    frame = frame.assign(**{c: None for c in KERNEL_DETAIL_COLUMNS if c not in frame.columns})
+    for name in ("calls_per_call", "total_us_per_call", "mean_us") + _KERNEL_NUMBERS:
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
+    return frame
+
+
+_KERNEL_NUMBERS = ("gemm_stages", "gemm_tflops", "registers_per_thread", "shared_mem_bytes",
+                   "blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "theoretical_occupancy_pct",
+                   "launch_configs")
+
+
+def read_optree(folder: Path) -> pd.DataFrame:
+    """optree.csv of a run folder, its numbers as numbers; empty (with its columns) where a run
+    wrote none (one from before the table existed) or it is unreadable."""
+    try:
+        frame = pd.read_csv(Path(folder) / OPTREE_CSV, keep_default_na=False,
+                            na_values={c: [""] for c in ("depth", "calls_per_call", "self_us",
+                                                         "total_us")})
+    except (FileNotFoundError, *CSV_ERRORS):
+        return pd.DataFrame(columns=list(OPTREE_COLUMNS))
+    if not set(OPTREE_COLUMNS) <= set(frame.columns):
+        return pd.DataFrame(columns=list(OPTREE_COLUMNS))
+    for name in ("depth", "calls_per_call", "self_us", "total_us"):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
     return frame
 
 

@@ -1,0 +1,80 @@
+"""Findings stated once, with the cases and variants they hold for.
+
+A sweep repeats most findings case after case with only the numbers changed ("aten::addmm
+replaced aten::mm + aten::add ... 1 per call, 6.1 us ..."). Statements of one code that read
+the same once their numbers are taken out are one finding: said once, its numbers as ranges,
+followed by where it holds ("in addmm and compile, every case"); the per-case lines then keep
+only what differs.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from suites.report.numbers import plain
+
+# A number standing alone (not part of a name such as aten::mm, M64 or sm90).
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:e[+-]?\d+)?(?![\w])")
+LIST_UP_TO = 6  # cases named one by one; more are summarised
+
+
+@dataclass
+class Shared:
+    code: str
+    template: str
+    statements: list[str] = field(default_factory=list)
+    keys: list[tuple[str, str]] = field(default_factory=list)  # (case_id, variant)
+
+    @property
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(v for _, v in self.keys))
+
+    @property
+    def cases(self) -> list[str]:
+        return list(dict.fromkeys(c for c, _ in self.keys))
+
+    def text(self) -> str:
+        """The statement with each number as the range it takes across the group."""
+        slots = [NUMBER.findall(s) for s in self.statements]
+        parts = NUMBER.split(self.statements[0])
+        out = [parts[0]]
+        for i, rest in enumerate(parts[1:]):
+            out.append(_span([row[i] for row in slots]) + rest)
+        return "".join(out)
+
+
+def _span(tokens: list[str]) -> str:
+    if len(set(tokens)) == 1:
+        return tokens[0]
+    values = [float(t.replace(",", "")) for t in tokens]
+    return f"{plain(min(values))}-{plain(max(values))}"
+
+
+def group(findings: pd.DataFrame, codes) -> list[Shared]:
+    """Findings of `codes` grouped by (code, statement without its numbers), in first-seen
+    order; a group holds one statement per (case, variant)."""
+    groups: dict[tuple[str, str], Shared] = {}
+    for row in findings[findings["code"].isin([str(c) for c in codes])].itertuples():
+        template = NUMBER.sub("#", row.statement)
+        shared = groups.setdefault((row.code, template), Shared(row.code, template))
+        shared.statements.append(row.statement)
+        shared.keys.append((row.case_id, row.variant))
+    return list(groups.values())
+
+
+def where(shared: Shared, all_cases: list[str], name_of: dict[str, str]) -> str:
+    """`in addmm and compile, every case` / `in eager, at M64 fp32, M128 fp32`."""
+    variants = shared.variants
+    who = variants[0] if len(variants) == 1 else \
+        ", ".join(variants[:-1]) + f" and {variants[-1]}"
+    cases = shared.cases
+    if set(cases) == set(all_cases):
+        at = "every case"
+    elif len(cases) <= LIST_UP_TO:
+        at = "at " + ", ".join(name_of.get(c, c) for c in cases)
+    else:
+        at = f"{len(cases)} of {len(all_cases)} cases ({name_of.get(cases[0], cases[0])} to " \
+             f"{name_of.get(cases[-1], cases[-1])})"
+    return f"in {who}, {at}"

@@ -1,0 +1,49 @@
+"""report.html and ladder.html as a reader sees them at 1400x900 in headless Chromium: no
+console errors, every image loads, nothing wider than the window, and the verdict on the first
+screen. Skipped, saying so, where Debian's `chromium` is not installed."""
+import subprocess
+import sys
+
+import pytest
+
+from browser import chromium, measure
+from test_end_to_end import ROOT, assert_finished, run_suite
+
+pytestmark = pytest.mark.skipif(chromium() is None,
+                                reason="no chromium here (Debian package `chromium`): the "
+                                       "reports are not rendered")
+WIDTH, HEIGHT = 1400, 900
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """A tiny run's report.html, and the ladder.html that collect makes of it."""
+    root = tmp_path_factory.mktemp("browser")
+    run = root / "runs" / "matmul_add"
+    result = run_suite("suite=matmul_add", "suite.sizes=[16,40]", "suite.dtypes=[float32]",
+                       "device=cpu", "timing=quick", "calibrate=false", f"hydra.run.dir={run}")
+    assert_finished(result, run)
+    collect = subprocess.run([sys.executable, "-m", "suites.collect", str(root / "runs"),
+                              "--out", str(root / "ladder")], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+    assert collect.returncode == 0, collect.stderr[-2000:]
+    return {"report": run / "report.html", "ladder": root / "ladder" / "ladder.html"}
+
+
+def test_the_probe_sees_a_page_wider_than_the_window(tmp_path):
+    page = tmp_path / "wide.html"
+    page.write_text("<!doctype html><html><head></head><body>"
+                    "<div style='width:2000px'>wide</div><script>console.error('x')</script>"
+                    "</body></html>")
+    seen = measure(page, WIDTH, HEIGHT)
+    assert seen["width"] > WIDTH and seen["errors"] == ["x"]
+
+
+@pytest.mark.parametrize("name", ["report", "ladder"])
+def test_the_page_reads_at_1400_by_900(pages, name):
+    seen = measure(pages[name], WIDTH, HEIGHT)
+    assert seen["errors"] == [], seen
+    assert seen["images"] > 0 and seen["broken"] == [], seen
+    assert seen["width"] <= WIDTH, f"{name} is {seen['width']} px wide at {WIDTH} px"
+    assert seen["verdict_bottom"] is not None and seen["verdict_bottom"] <= HEIGHT, \
+        f"{name}: the verdict ends {seen['verdict_bottom']} px down, below the first screen"
