@@ -156,7 +156,7 @@ def _probe(device: str, dtype: str, D: int, backend: SDPBackend) -> str | None:
     why = [_TRIGGERED.sub("", str(w.message).strip().splitlines()[0]) for w in caught
            if str(w.message).strip()]
     why = [w for w in dict.fromkeys(why) if not w.endswith(":")]  # drop "... not used because:"
-    return f"{reason} ({'; '.join(why)})"[:400] if why else reason
+    return f"{reason} ({'; '.join(why)})" if why else reason  # whole: the console cuts it
 
 
 def _sdpa_supports(backend: SDPBackend):

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from suites.benchmarks.gpu_check_record import BAD, STATUSES, Recorder, fit, table
+from suites.text import cut
 
 MAX_PROBLEMS = 20  # failed/deadline rows listed in the short text; summary.txt lists all
 
@@ -82,8 +83,8 @@ def short(rec: Recorder, deadlines: dict) -> str:
     problems = [r for r in rec.rows if r["status"] in BAD]
     if problems:
         lines += ["", f"== not ok ({len(problems)})"]
-        lines += [f"  {r['section']}: {r['item']}: {r['status']}: {r.get('error') or ''}"[:100]
-                  for r in problems[:MAX_PROBLEMS]]
+        lines += ["  " + cut(f"{r['section']}: {r['item']}: {r['status']}: {r.get('error') or ''}",
+                             98) for r in problems[:MAX_PROBLEMS]]
         if len(problems) > MAX_PROBLEMS:
             lines.append(f"  ... {len(problems) - MAX_PROBLEMS} more in summary.txt")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ one CTA computes, and the K slice it loads per step.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, fields
 
@@ -69,13 +70,14 @@ _CUTLASS_TYPE = re.compile(r"cutlass::(bfloat16_t|half_t|tfloat32_t|float_e4m3_t
 _CUTLASS_TYPES = {"bfloat16_t": "bf16", "half_t": "f16", "tfloat32_t": "tf32",
                   "float_e4m3_t": "e4m3", "float_e5m2_t": "e5m2"}
 # sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_..._cublas (cuBLAS, cuDNN: xmma)
-_XMMA = re.compile(r"(sm\d+)_xmma_(\w+?)_(?:[a-z0-9]+_)*?tilesize(\d+)x(\d+)x(\d+)")
+_XMMA = re.compile(r"(sm\d+)_xmma_\w*?tilesize(\d+)x(\d+)x(\d+)")
 # ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn, ampere_sgemm_32x32_sliced1x4_tn
 _CUBLAS_ARCH = re.compile(r"^(?:void )?(maxwell|pascal|volta|turing|ampere|hopper|blackwell)_"
                           r"(?:(\w+?)_)?([a-z]*?)(\d*)gemm\w*?_(\d+)x(\d+)(\w*?)_([nt]{2})(?:_|$)")
 _STAGES = re.compile(r"stages?_?(\d+)x(\d+)")
 # nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN (cuBLAS's Hopper/Blackwell kernels: tile MxN, K x
-# stages, cluster; the letters after nvjet_ are A/compute/output types: t bf16, h f16, s f32)
+# stages, cluster; the letters after nvjet_ are A/compute/output types: t bf16, as the bf16
+# addmm of b200_eager runs nvjet_tst; h f16, s f32)
 _NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3,5})_(\d+)x(\d+)_(\d+)x(\d+)_\w*?_([TN]{2})[TN]?$")
 _NVJET_TYPES = {"t": "bf16", "h": "f16", "s": "f32", "d": "f64"}
 # bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_..._TN_..._sm100f (TensorRT-LLM's trtllm-gen:
@@ -89,7 +91,8 @@ _TENSILE = re.compile(r"Cijk_(A[a-z]{3})_(B[a-z]{3})_([A-Z0-9]+)_")
 _TENSILE_TILE = re.compile(r"_MT(\d+)x(\d+)x(\d+)_")
 _TENSILE_MFMA = re.compile(r"_MI(\d+)x(\d+)x(\d+)")
 _TENSILE_ISA = re.compile(r"_ISA(\d+[a-z]?)_")
-# Tensile's index names: A "ik" in memory order is not transposed, "ki" is (C = A B, l summed).
+# Tensile's index order (fastest first; C[i,j] = sum over l of A B): A led by its free index i
+# (Ailk) is not transposed, led by the summed index l (Alik) it is; B likewise (Bljk, Bjlk).
 _TENSILE_A = {"Ailk": "n", "Alik": "t"}
 _TENSILE_B = {"Bljk": "n", "Bjlk": "t"}
 _TENSILE_TYPES = (("B8", "e5m2"), ("F8", "e4m3"), ("I8", "i8"), ("S", "f32"), ("D", "f64"),
@@ -153,7 +156,7 @@ def _xmma(name: str) -> GemmIdentity | None:
     m = _XMMA.search(name)
     if not m:
         return None
-    arch, _, tm, tn, tk = m.groups()
+    arch, tm, tn, tk = m.groups()
     library = "cuDNN" if "cudnn" in name else "cuBLAS"
     layout = re.search(r"_([nt]{2})_[nt]_tilesize", name)
     stages = re.search(r"_stage(\d+)_", name)
@@ -271,6 +274,7 @@ _PARSERS = (_cutlass2, _cutlass3, _xmma, _cublas_arch, _nvjet, _trtllm, _tensile
             _cutlass_template, _triton, _other)
 
 
+@functools.lru_cache(maxsize=8192)  # asked once per launch; a trace has few distinct names
 def gemm_identity(name: str) -> GemmIdentity | None:
     """The GEMM fields a kernel name shows; None for a kernel that is not a GEMM."""
     for parse in _PARSERS:

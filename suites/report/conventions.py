@@ -110,8 +110,9 @@ def columns_markdown() -> str:
 
 
 def _params(op: Op) -> str:
-    return ", ".join(f"{p} ({' / '.join(op.choices[p])})" if p in op.choices else p
-                     for p in op.params)
+    named = [f"{p} ({' / '.join(op.choices[p])})" if p in op.choices else p for p in op.params]
+    named += [f"{p} (optional, {d} unless swept)" for p, d in op.optional.items()]
+    return ", ".join(named)
 
 
 def ladder_markdown() -> str:
