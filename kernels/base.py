@@ -172,6 +172,9 @@ class Variant:
     # A variant that replays a CUDA graph captured from another's compiled code (mode=
     # 'reduce-overhead' of 'compile'): that variant's name. Its profile is checked against it.
     replays: str | None = None
+    # The (M, N, K) of the GEMM kernels a call launches that no aten op names (a Triton GEMM),
+    # in launch order: the profile then gives each its achieved TFLOP/s (gemm_rates.py).
+    gemm_shapes: Callable[[Case], tuple[tuple[int, int, int], ...]] | None = None
 
     def __post_init__(self):
         if self.family not in FAMILIES:

@@ -202,6 +202,12 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return block
 
 
+def _triton_gemms(case: Case) -> tuple[tuple[int, int, int], ...]:
+    """The Triton variant's GEMMs in launch order: QKV, O, gate and up fused, down."""
+    T, D, I = case["B"] * case["S"], case["D"], case["I"]
+    return ((T, 3 * D, D), (T, D, D), (T, 2 * I, D), (T, D, I))
+
+
 register_op(DecoderBlockOp())
 register_variant(Variant(OP, "eager", "eager", eager_prepare(_parts),
                          description="nn.Module: F.rms_norm, nn.Linear QKV/O/MLP, SDPA (causal), "
@@ -216,6 +222,7 @@ register_variant(Variant(OP, "compile_reduce_overhead", "compile", _prepare_redu
 register_variant(Variant(OP, "triton", "triton", _prepare_triton,
                          supports=lambda case: triton_runtime.supports(
                              case, head_dim=("D/H", case["D"] // case["H"])),
+                         gemm_shapes=_triton_gemms,
                          description="this project's Triton kernels: rms_norm, QKV GEMM, flash "
                                      "attention on strided views, GEMMs with residual epilogues, "
                                      "fused GeGLU GEMM"))

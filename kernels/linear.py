@@ -67,5 +67,6 @@ register_variant(Variant(OP, "compile", "compile", compile_prepare(_module_parts
                          description="torch.compile of the nn.Linear module"))
 register_variant(Variant(OP, "triton", "triton", _prepare_triton,
                          supports=triton_runtime.supports,
+                         gemm_shapes=lambda c: ((c["T"], c["OUT"], c["IN"]),),
                          description="Triton GEMM with the bias in the epilogue, weight read "
                                      "through its strides"))

@@ -90,6 +90,11 @@ def _prepare_triton_tma(case: Case, inputs: Inputs):
     return _batched(prepare_matmul_bias_act_tma, inputs)
 
 
+def _gemm_shape(case: Case) -> tuple[tuple[int, int, int], ...]:
+    """The one GEMM a Triton variant launches: the batch folded into M."""
+    return ((MatmulAdd().value(case, "B") * case["M"], case["N"], case["K"]),)
+
+
 def _supports_triton_tma(case: Case) -> str | None:
     """The Triton rules, then Hopper (TMA and wgmma need sm_90+) and TMA's 16-byte rows. On a
     CPU the interpreter runs the descriptors (zero padding and clipped stores included)."""
@@ -113,9 +118,9 @@ register_variant(Variant(OP, "addmm", "library", _prepare_addmm,
 register_variant(Variant(OP, "compile", "compile", compile_prepare(_eager_parts),
                          description="torch.compile of the eager function (default mode)"))
 register_variant(Variant(OP, "triton", "triton", _prepare_triton,
-                         supports=triton_runtime.supports,
+                         supports=triton_runtime.supports, gemm_shapes=_gemm_shape,
                          description="Triton tiled GEMM, bias added in the epilogue"))
 register_variant(Variant(OP, "triton_tma", "triton", _prepare_triton_tma,
-                         supports=_supports_triton_tma,
+                         supports=_supports_triton_tma, gemm_shapes=_gemm_shape,
                          description="Triton persistent GEMM on Hopper: TMA tensor descriptors, "
                                      "wgmma, bias in the epilogue (sm_90+)"))

@@ -110,5 +110,7 @@ register_variant(Variant(OP, "triton_geglu", "triton", _prepare_triton_geglu,
                          description="torch GEMMs plus one hand-written Triton gelu*mul kernel"))
 register_variant(Variant(OP, "triton_fused", "triton", _prepare_triton_fused,
                          supports=triton_runtime.supports,
+                         # gate and up: two (T, I, D) products in one kernel; down is an aten op
+                         gemm_shapes=lambda c: ((c["T"], 2 * c["I"], c["D"]),),
                          description="gate and up in one Triton GEMM with a gelu*mul epilogue, "
                                      "then the down GEMM"))

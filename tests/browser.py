@@ -24,7 +24,11 @@ window.addEventListener('load', () => {
   const box = answer ? answer.getBoundingClientRect() : null;
   const verdict = document.getElementById('verdict');
   const line = verdict ? verdict.getBoundingClientRect() : null;
+  // A table too wide for the page scrolls inside its own box (.tw): the page stays narrow, so
+  // each box's own overflow is measured too.
+  const boxes = [...document.querySelectorAll('.tw')].map(b => b.scrollWidth - b.clientWidth);
   const out = {width: document.documentElement.scrollWidth, viewport: window.innerWidth,
+               box_overflow: boxes,
                images: images.length,
                broken: images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt),
                answer_top: box ? box.top + window.scrollY : null,

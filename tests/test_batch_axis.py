@@ -1,5 +1,6 @@
 """matmul_add's batch axis (the series' 3-D experiment): `suite.batch` adds B to a case only
 where it is not 1, so 2-D cases keep their ids; every variant takes (B, M, K) inputs."""
+import pandas as pd
 import pytest
 import torch
 
@@ -49,5 +50,10 @@ def test_a_batched_sweep_reports_b_as_its_own_series(tmp_path):
                        "suite.dtypes=[float32]", "suite.variants=[addmm]", "device=cpu",
                        "timing=quick", "calibrate=false", f"hydra.run.dir={out}")
     assert_finished(result, out)
+    rows = pd.read_csv(out / "measurements.csv")
+    assert sorted(rows["case_id"].unique()) == ["B3-M16-N16-K16-fp32", "M16-N16-K16-fp32"]
+    assert rows.loc[rows["case_id"] == "B3-M16-N16-K16-fp32", "B"].eq(3).all()
     html = (out / "report.html").read_text()
-    assert "B3-M16-N16-K16-fp32" in html and "M16-N16-K16-fp32" in html
+    # The size-by-size answer tells the two cases apart by B (a 2-D case is B=1).
+    sized = html.split("<h2>Each variant and dtype, size by size</h2>")[1].split("<h2>")[0]
+    assert "B1" in sized and "B3" in sized, sized

@@ -11,11 +11,12 @@ import pytest
 
 from kernels import registry
 from kernels.base import Case
-from suites.harness.progress import DETAIL_CHARS, Progress, case_cost, clock_text, time_left
+from suites.harness.progress import (DETAIL_CHARS, CaseWork, Progress, case_cost, clock_text,
+                                     time_left)
 from suites.results.row import ResultRow
 from suites.text import ELLIPSIS, cut
 
-HEADER = re.compile(r"^\[ *\d+- *\d+/\d+(?:, (?P<floor>≥?)(?P<eta>[\d:]+) left"
+HEADER = re.compile(r"^\[ *\d+- *\d+/\d+(?:, (?P<eta>[\d:]+) left"
                     r"(?: \+ (?P<again>\d+) re-measures?)?)?\] (?P<case>\S+)$")
 
 
@@ -32,16 +33,21 @@ def seconds(text: str) -> int:
     return sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
 
 
-def sweep(costs, case_time, variants=2, noisy=(), warmup=0.0):
-    """Run Progress over cases of `costs` as the runner does, each taking case_time(cost) on a
-    fake clock (the first `warmup` more); the header lines, parsed, by case."""
+WORK = CaseWork(budget_s=0.4, min_calls=10, other_calls=12)  # the default timing's shape
+
+
+def sweep(costs, call_s, variants=2, noisy=(), warmup=0.0, fixed=0.3):
+    """Run Progress over cases of `costs` as the runner does: each variant's calls take
+    call_s(cost) seconds, a case as long as the harness spends on them (WORK) plus `fixed`, on
+    a fake clock (the first case `warmup` more); the header lines, parsed, by case."""
     clock, out = FakeClock(), io.StringIO()
-    progress = Progress(len(costs) * variants, enabled=True, stream=out, costs=costs, clock=clock)
+    progress = Progress(len(costs) * variants, enabled=True, stream=out, costs=costs, clock=clock,
+                        work=WORK)
     for i, cost in enumerate(costs):
         progress.start(f"case{i}", variants)
-        clock.now += case_time(cost) + (warmup if i == 0 else 0.0)
+        clock.now += fixed + variants * WORK.seconds(call_s(cost)) + (warmup if i == 0 else 0.0)
         status = {"status": "noisy", "reason": "too few clean rounds"} if i in noisy else {
-            "median_us": 1.0, "rounds": 3}
+            "median_us": call_s(cost) * 1e6, "rounds": 3}
         progress.finish([ResultRow.from_record({"variant": f"v{v}", **status})
                          for v in range(variants)])
     headers = [HEADER.match(line) for line in out.getvalue().splitlines() if line[0] == "["]
@@ -49,36 +55,38 @@ def sweep(costs, case_time, variants=2, noisy=(), warmup=0.0):
     return headers, out.getvalue(), progress, clock
 
 
+def case_seconds(call, variants=2, fixed=0.3):
+    return fixed + variants * WORK.seconds(call)
+
+
 def test_no_estimate_before_a_case_is_done_then_one_on_every_line():
-    headers, _, _, _ = sweep([1.0] * 4, lambda c: 10.0)
+    headers, _, _, _ = sweep([1.0] * 4, lambda c: 1e-3)
     assert headers[0]["eta"] is None
-    assert [seconds(h["eta"]) for h in headers[1:]] == [30, 20, 10]
+    per_case = case_seconds(1e-3)
+    assert [seconds(h["eta"]) for h in headers[1:]] == [round(per_case * k) for k in (3, 2, 1)]
 
 
-def test_growing_cases_are_extrapolated_by_model_cost_not_by_rows():
-    """Sizes 64 ... 2048, wall time = 0.5 s + cost (FLOPs-like, ~s^3), and a first case with 5 s
-    of warm-up: from the fourth case on, the estimate is the true time left; rows per second
-    would promise a fraction of it."""
+def test_a_sweep_budget_bound_at_first_and_call_bound_at_the_end_is_estimated_by_its_work():
+    """Sizes 64 ... 2048: a call's time grows with the model cost (~s^3), but the small cases all
+    take the timing budget. A straight line through the first cases' times, or rows per
+    second, is wrong both ways; the harness's own arithmetic, with each call fitted on the cases done, is
+    right once two cases are done (within rounding)."""
     costs = [2 * s ** 3 * 1e-9 for s in (64, 128, 256, 512, 1024, 2048)]
-    case_time = lambda c: 0.5 + c  # noqa: E731
-    headers, _, _, _ = sweep(costs, case_time, warmup=5.0)
-    for k in range(3, len(costs)):
-        truth = sum(case_time(c) for c in costs[k:])
-        assert abs(seconds(headers[k]["eta"]) - truth) <= 1, (k, headers[k].group(0), truth)
-        elapsed = 5.0 + sum(case_time(c) for c in costs[:k])
-        per_row = elapsed / k * (len(costs) - k)  # what a linear rows-done estimate says
-        assert per_row < 0.5 * truth  # ... so the model is what makes the estimate true
-        assert headers[k]["floor"] == ""
+    call = lambda c: 2e-5 + c / 10  # noqa: E731  overhead, then ~0.1 of the model's time
+    headers, _, _, _ = sweep(costs, call, warmup=5.0)
+    for k in range(2, len(costs)):
+        truth = sum(case_seconds(call(c)) for c in costs[k:])
+        assert abs(seconds(headers[k]["eta"]) - truth) <= 0.2 * truth + 1, (k, headers[k][0])
+    # The first cases take the budget: a line through them would say a few seconds are left.
+    assert case_seconds(call(costs[1])) == pytest.approx(case_seconds(call(costs[2])), rel=0.1)
+    assert seconds(headers[3]["eta"]) > 10 * case_seconds(call(costs[2])) * 3
 
 
-def test_a_floor_when_growth_is_not_yet_seen():
-    """Small cases cost the same (the timing budget dominates): the cases left are bigger, so
-    the time per case so far is a floor, and says so."""
-    headers, _, _, _ = sweep([1.0, 1.0, 1.0, 50.0], lambda c: 2.0 if c < 10 else 40.0)
-    assert headers[3]["floor"] == "≥" and seconds(headers[3]["eta"]) == 2
-    # Without costs (an op whose model cannot say): the mean time per case.
-    assert time_left([3.0, 2.0, 2.0], [1.0] * 3, [1.0] * 2) == (4.0, False)
-    assert time_left([], [], [1.0]) is None
+def test_without_a_measured_call_the_mean_case_time():
+    """Cases whose variants were all skipped so far: the mean time per case done."""
+    assert time_left([3.0, 2.0, 2.0], [{}, {}, {}], [1.0] * 3, [1.0] * 2, WORK) == \
+        pytest.approx(2 * 7 / 3)
+    assert time_left([], [], [], [1.0], WORK) is None
 
 
 def test_remeasures_are_counted_not_guessed():

@@ -46,7 +46,7 @@ def test_the_kernel_pass_sets_the_median_of_back_to_back_samples(tmp_path, monke
     assert prepared[0].row.kernel_us == 20.0 and math.isnan(prepared[1].row.kernel_us)
     assert calls == [1]  # one untimed call first: the caches held the previous variant
     budget = QUICK.per_round()  # as many calls as a round's share holds, within its bounds
-    assert queued == [kernel_time.sample_count(budget, 50.0)]
+    assert queued == [timing.sample_count(budget, 50.0)]
     assert budget.min_samples <= queued[0] <= budget.max_samples
 
 

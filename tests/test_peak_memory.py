@@ -24,7 +24,7 @@ def test_a_calls_peak_is_its_intermediates_and_output_not_its_inputs(tmp_path):
     prof.export_chrome_trace(str(tmp_path / "t.json"))
     assert call_peaks(tmp_path / "t.json", "eager", "cpu") == [2 * 256 * 1024] * 2
     assert peak_mb(tmp_path / "t.json", "eager", "cpu") == 0.5
-    assert call_peaks(tmp_path / "t.json", "eager", "cuda") == [0.0, 0.0]  # no CUDA allocation
+    assert all(math.isnan(p) for p in call_peaks(tmp_path / "t.json", "eager", "cuda"))
     assert math.isnan(peak_mb(tmp_path / "t.json", "other", "cpu"))
 
 

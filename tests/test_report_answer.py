@@ -112,3 +112,22 @@ def test_a_long_banner_keeps_three_lines_in_view():
     page = banner_html([f"line {i}" for i in range(5)])
     assert page.count("<li>") == 5 and "<details><summary>2 more</summary>" in page
     assert page.index("line 2") < page.index("<details>") < page.index("line 3")
+
+
+def test_crowded_tick_labels_are_turned_then_thinned_until_none_overlap():
+    import matplotlib.pyplot as plt
+
+    from suites.report.label_fit import fit_ticks, overlapping
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xticks(range(30))
+    ax.set_xticklabels([f"M{2 ** i}-N{2 ** i}-K{2 ** i}" for i in range(30)])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert overlapping(ax.get_xticklabels(), renderer)  # the premise: they run into each other
+    fit_ticks(fig)
+    labels = ax.get_xticklabels()
+    assert not overlapping(labels, renderer)
+    assert labels[0].get_rotation() == 30 and labels[0].get_visible()
+    assert 1 < sum(label.get_visible() for label in labels) < 30
+    plt.close(fig)

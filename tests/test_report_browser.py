@@ -45,5 +45,9 @@ def test_the_page_reads_at_1400_by_900(pages, name):
     assert seen["errors"] == [], seen
     assert seen["images"] > 0 and seen["broken"] == [], seen
     assert seen["width"] <= WIDTH, f"{name} is {seen['width']} px wide at {WIDTH} px"
+    assert all(over <= 0 for over in seen["box_overflow"]), \
+        f"{name}: a table scrolls sideways in its box: {seen['box_overflow']}"
     assert seen["verdict_bottom"] is not None and seen["verdict_bottom"] <= HEIGHT, \
         f"{name}: the verdict ends {seen['verdict_bottom']} px down, below the first screen"
+    # The whole answer (family lines, where the time goes, the small plot) on the first screen.
+    assert seen["answer_bottom"] <= HEIGHT, f"{name}: the answer ends {seen['answer_bottom']} px"

@@ -52,8 +52,9 @@ def test_headers_carry_the_columns_unit_once():
     assert "median us</th>" in head and "TFLOP/s</th>" in head  # the label says it already
 
 
-def _results(rows=CASES, variants=("eager", "addmm", "compile")) -> pd.DataFrame:
-    """What a default CPU matmul_add run's ok rows hold, at plausible magnitudes."""
+def _results(rows=CASES, variants=("eager", "addmm", "compile"), gpu=False) -> pd.DataFrame:
+    """What a default CPU matmul_add run's ok rows hold, at plausible magnitudes; `gpu`: with
+    the columns only a CUDA run fills (kernel time, launches, the SDPA backend) too."""
     out = []
     for i, case in enumerate(rows):
         n = int(case.split("-")[0][1:])
@@ -68,7 +69,9 @@ def _results(rows=CASES, variants=("eager", "addmm", "compile")) -> pd.DataFrame
                 "exposed_overhead_us": median * 0.05, "n_kernels": 2.0, "tflops": 0.0912,
                 "gbps": 4.007, "pct_peak": 85.52, "bytes_moved": 3 * 4 * n * n if j == 0 else
                 math.nan, "first_call_ms": 181.2, "scaled_err": 3.972e-7,
-                "trace": f"traces/{case}__{variant}.json.gz"})
+                "trace": f"traces/{case}__{variant}.json.gz", "peak_mem_mb": 12.5 * i,
+                **({"kernel_us": median * 0.8, "kernel_speedup": 1.04, "launch_api_us": 5.21,
+                    "backend": "flash"} if gpu else {})})
     return pd.DataFrame(out).reindex(columns=[*RESULT_COLUMNS, "status"])
 
 
@@ -156,9 +159,10 @@ b.dataset.probe = JSON.stringify({page: d.scrollWidth, view: d.clientWidth, box:
 
 @pytest.mark.skipif(not shutil.which("chromium"),
                     reason="chromium not installed (Debian: apt-get install chromium)")
-def test_results_table_fits_a_1400_px_window_and_sorts(tmp_path):
+@pytest.mark.parametrize("gpu", [False, True], ids=["cpu_columns", "cuda_columns"])
+def test_results_table_fits_a_1400_px_window_and_sorts(tmp_path, gpu):
     page = hp.page("fusebench: matmul_add on cpu", [("Results (status ok)",
-                                                       _results_table(_results()))], "meta")
+                                                       _results_table(_results(gpu=gpu)))], "meta")
     path = tmp_path / "report.html"
     path.write_text(page.replace("<body>", CATCH, 1).replace("</body>", PROBE))
     dom = subprocess.run(

@@ -62,7 +62,7 @@ BENCHES = (
 def kernel_us(call, flush) -> tuple[float, int]:
     """(median device us per call, samples): a short probe sizes the run to BUDGET_S."""
     probe = sorted(timing.kernel_samples(call, 3, flush))[1]
-    n = int(min(SAMPLES[1], max(SAMPLES[0], BUDGET_S / max(probe * 1e-6, 1e-7))))
+    n = timing.sample_count(timing.Budget(BUDGET_S, *SAMPLES), probe)
     return statistics.median(timing.kernel_samples(call, n, flush)), n
 
 

@@ -72,7 +72,8 @@ class Recorder:
 
 
 def fit(line: str, width: int = WIDTH) -> str:
-    """`line` cut to `width` columns, "..." saying so."""
+    """`line` cut to `width` columns, "..." saying so. Unlike suites/text.cut it keeps the
+    line's spacing: these are table rows, whose columns must stay aligned."""
     return line if len(line) <= width else line[:width - 3] + "..."
 
 

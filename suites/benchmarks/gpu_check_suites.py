@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from suites.harness.runner import run
-from suites.harness.stopping import Interrupted, stop_on_signals
+from suites.harness.stopping import Interrupted, signals_stop_runs
 from suites.harness.measure import short_error
 from suites.plain_config import compose, override_args
 from suites.results.journal import read_state
@@ -138,21 +138,21 @@ def run_plan(plan: Plan, spec, clock, rec, log) -> dict:
         fired.set()
         os.kill(os.getpid(), signal.SIGINT)  # harness/stopping.py: stop after this case
 
-    stop_on_signals()
     timer = threading.Timer(max(0.0, clock.left()), deadline)
     timer.daemon = True
-    timer.start()
     error = None
-    try:
-        run(spec, stream=log)
-    except Interrupted:
-        if not fired.is_set():
-            raise  # the user's Ctrl-C or a SIGTERM: stop everything
-    except Exception as exc:  # the harness itself failed: keep what it measured
-        error = short_error(exc)
-    finally:
-        timer.cancel()
-        timer.join()
+    with signals_stop_runs():
+        timer.start()
+        try:
+            run(spec, stream=log)
+        except Interrupted:
+            if not fired.is_set():
+                raise  # the user's Ctrl-C or a SIGTERM: stop everything
+        except Exception as exc:  # the harness itself failed: keep what it measured
+            error = short_error(exc)
+        finally:
+            timer.cancel()
+            timer.join()
     record_rows(plan, spec.out_dir, rec)
     state = read_state(spec.out_dir) or {}  # none: stopped while waiting for the device lock
     done, planned = state.get("done", 0), len(spec.cases()) * len(spec.suite.variants)

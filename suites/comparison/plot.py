@@ -13,6 +13,8 @@ from matplotlib import ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from suites.report.label_fit import fit_ticks  # noqa: E402
+
 COLORS = {"faster": "#2a9d3a", "slower": "#c62828", "same": "#777777"}
 ROW_INCHES = 0.24
 
@@ -70,6 +72,7 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8,
                frameon=False)
     fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
+    fit_ticks(fig)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -57,7 +57,7 @@ def memory_saved(ctx: FindingContext):
     if ctx.is_baseline or ctx.baseline_row is None:
         return
     before, after = ctx.baseline_value("peak_mem_mb"), ctx.value("peak_mem_mb")
-    if not (before == before and after == after and before > 0) or after > before * (
+    if not (before == before and after == after and before > 0 and after > 0) or after > before * (
             1 - MEMORY_SAVING):
         return
     evidence = {"peak_mem_mb": after, "baseline_peak_mem_mb": before}

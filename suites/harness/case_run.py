@@ -130,13 +130,19 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
         profiles.pop(name, None)
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
-    outcome.notes = _joined(kernel_notes, notes, graph_notes, {p.row.variant: p.row.reason for p in prepared
-                                                  if p.row.reason.startswith("profiling failed")})
+    outcome.notes = _joined(kernel_notes, notes, graph_notes, _pass_notes(prepared))
     outcome.timed_out = clock.over()
     finish(outcome, spec, peaks)
     prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
     release(case)
     return outcome
+
+
+def _pass_notes(prepared: list[Prepared]) -> dict[str, str]:
+    """What a timed variant's passes left in its reason (a profile or a peak-memory reading that
+    failed): its figures stand, and the reason must keep saying why some columns are empty."""
+    return {p.row.variant: p.row.reason for p in prepared
+            if p.contender is not None and not p.contender.failed and p.row.reason}
 
 
 def _joined(*notes: dict[str, str]) -> dict[str, str]:
@@ -168,7 +174,7 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     result = profile(p, case, spec)
     row = p.row
     outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {})
-    outcome.notes = kernel_notes
+    outcome.notes = _joined(kernel_notes, _pass_notes([p]))
     finish(outcome, spec, None)
     if outcome.needs_remeasure() and p.contender is not None and not p.contender.failed:
         outcome.slots += _time([p], case, spec, meter, max(s.round for s in slots) + 1)

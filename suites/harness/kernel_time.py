@@ -16,12 +16,6 @@ from suites.harness.case_clock import NO_LIMIT, CaseClock
 from suites.spec import RunSpec
 
 
-def sample_count(budget: timing.Budget, median_us: float) -> int:
-    """As many calls as one round's share of the budget holds, within its sample bounds."""
-    per_call_s = max(median_us, 1.0) / 1e6
-    return int(min(budget.max_samples, max(budget.min_samples, budget.seconds / per_call_s)))
-
-
 def kernel_times(prepared: list, device_type: str, spec: RunSpec,
                  short_error=str, clock: CaseClock = NO_LIMIT) -> dict[str, str]:
     """Sets `kernel_us` on each timed row (CUDA only); returns variant -> why it has none."""
@@ -40,8 +34,9 @@ def kernel_times(prepared: list, device_type: str, spec: RunSpec,
         try:
             with contender.scope():
                 contender.call()  # the previous variant's data and code are still in the caches
+                # As many calls as one round's share of the budget holds.
                 samples = timing.kernel_samples(
-                    contender.call, sample_count(budget, contender.last_median_us), flush)
+                    contender.call, timing.sample_count(budget, contender.last_median_us), flush)
         except Exception as exc:
             notes[p.row.variant] = f"kernel time failed: {short_error(exc)}"
             continue

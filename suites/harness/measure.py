@@ -151,8 +151,12 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
     if not row.check.passed:
         row.status, row.reason = Status.INCORRECT, row.check.problem
         return None
-    if device_type == "cuda":  # a CPU run reads it from the profile's memory events
-        row.peak_mem_mb = cuda_peak_mb(call)
+    if device_type == "cuda" and not variant.replays:  # a CPU run reads the profile's events
+        # A CUDA-graph replay allocates nothing: its memory is the pool its capture took.
+        try:
+            row.peak_mem_mb = cuda_peak_mb(call)
+        except Exception as exc:  # a checked row stays one: its peak is unknown, and says why
+            row.reason = f"peak memory not measured: {short_error(exc)}"
     return call
 
 
@@ -168,8 +172,10 @@ def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None
             # The same cold L2 as the timing pass, so device time and the median compare.
             capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
                     table_path, before_call=timing.l2_flusher(spec.timing, case.device_type))
-        result = CallProfile(analyze(read_trace(trace_path), label=row.variant))
-        if case.device_type == "cpu":
+        shapes = prepared.variant.gemm_shapes(case) if prepared.variant.gemm_shapes else ()
+        result = CallProfile(analyze(read_trace(trace_path), label=row.variant),
+                             gemm_shapes=shapes)
+        if case.device_type == "cpu":  # NaN where the trace holds no memory event in a call
             row.peak_mem_mb = peak_mb(trace_path, row.variant, "cpu")
         row.profile = ProfileStats(**result.metrics(),
                                    backend=sdpa_backend(result.ops_per_call()),

@@ -26,7 +26,7 @@ from suites.harness.contention import LoadMeter
 from suites.harness.derived import derive
 from suites.harness.device_lock import exclusive_device
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
-from suites.harness.progress import Progress, case_cost
+from suites.harness.progress import CaseWork, Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.harness.cuda_graphs import keep_cupti_between_sessions
 from suites.results import atomic
@@ -64,6 +64,16 @@ def _start(spec: RunSpec, stream) -> dict:
         env["peak_probes"] = [calibrate(spec.device, spec.suite.dtypes)]
         env["peaks"] = env["peak_probes"][0]
     return env
+
+
+def case_work(spec: RunSpec) -> CaseWork:
+    """How the harness spends one variant of a case, for the progress line's estimate: the
+    timing budget or its minimum of calls, and the calls outside the timing (the first, the
+    warm-up, the check, one untimed per round, the profiled steps)."""
+    t, p = spec.timing, spec.profile
+    profiled = p.wait + p.warmup + p.active if p.enabled else 0
+    return CaseWork(t.budget_s, t.min_samples,
+                    2 + max(t.warmup_calls, t.compile_warmup_calls) + t.rounds + profiled)
 
 
 def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, list, list]:
@@ -121,7 +131,8 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
         _write(spec, previous.rows, previous.tables)
         cases = [c for c in cases if c.id not in previous.cases]
     progress = Progress(len(cases) * len(variants), enabled=spec.progress, stream=stream,
-                        costs=[case_cost(op, case, env.get("peaks")) for case in cases])
+                        costs=[case_cost(op, case, env.get("peaks")) for case in cases],
+                        work=case_work(spec))
     meter = LoadMeter(torch.device(spec.device).type, torch.device(spec.device).index or 0)
     outcomes: list[CaseOutcome] = []
     try:

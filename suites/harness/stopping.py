@@ -8,6 +8,7 @@ second signal takes the default action and stops the process at once, for a case
 not finish."""
 from __future__ import annotations
 
+import contextlib
 import signal
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -37,6 +38,22 @@ def stop_on_signals() -> None:
     _asked = None
     for sig in SIGNALS:
         signal.signal(sig, _handler)
+
+
+@contextlib.contextmanager
+def signals_stop_runs():
+    """stop_on_signals() for the length of a block, for a tool that runs several runs in one
+    process (gpu_check): afterwards the handlers from before are back and no signal is noted,
+    so a deadline's SIGINT cannot stop a later run, or leave Ctrl-C with no handler."""
+    global _asked
+    saved = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    stop_on_signals()
+    try:
+        yield
+    finally:
+        _asked = None
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def stop_if_asked() -> None:

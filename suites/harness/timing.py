@@ -114,28 +114,36 @@ def l2_flusher(spec: TimingSpec, device_type: str):
     return buffer.zero_
 
 
+def sample_count(budget: Budget, per_call_us: float) -> int:
+    """As many calls as `budget` holds at `per_call_us` each, within its sample bounds."""
+    per_call_s = max(per_call_us, 1.0) / 1e6
+    return int(min(budget.max_samples, max(budget.min_samples, budget.seconds / per_call_s)))
+
+
 def _cuda_samples(call, budget: Budget, flush) -> list[float]:
     # Estimate the per-call time from a few calls, then take as many as the budget allows.
     probe = _cuda_batch(call, 3, flush)
-    per_call_s = max(sorted(probe)[1] / 1e6, 1e-6)
-    n = int(min(budget.max_samples, max(budget.min_samples, budget.seconds / per_call_s)))
-    return _cuda_batch(call, n, flush)
+    return _cuda_batch(call, sample_count(budget, sorted(probe)[1]), flush)
 
 
-def _cuda_batch(call, n: int, flush) -> list[float]:
-    """Latency of one call on an idle GPU, host work included.
+def _cuda_batch(call, n: int, flush, drain: bool = True) -> list[float]:
+    """`n` calls, each between a pair of CUDA events, microseconds each; `flush` (an L2 flush)
+    runs before each pair, outside it. Elapsed times are read after one final sync.
 
-    The queue is drained before each call: otherwise the 256 MB flush (tens of microseconds of
-    GPU time) would still be running when the call's kernels are queued, and the events would
-    time only the kernels, hiding the Python, dispatch and launch cost that small calls are
-    made of. Elapsed times are read after one final sync.
+    drain=True: the latency of one call on an idle GPU, host work included. The queue is
+    drained before each call: otherwise the 256 MB flush (tens of microseconds of GPU time)
+    would still be running when the call's kernels are queued, and the events would time only
+    the kernels, hiding the Python, dispatch and launch cost that small calls are made of.
+    drain=False: `kernel_samples`.
     """
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    torch.cuda.synchronize()
     for start, end in zip(starts, ends):
         if flush is not None:
             flush()  # outside the timed pair: evicts the previous call's data from L2
-        torch.cuda.synchronize()
+        if drain:
+            torch.cuda.synchronize()
         start.record()
         call()
         end.record()
@@ -150,17 +158,7 @@ def kernel_samples(call, n: int, flush=None) -> list[float]:
     host path of one call overlaps the device work of the calls before it and the pairs time
     the kernels. Where the host path of a call is longer than its kernels the queue runs dry
     and the pairs time the host's issue rate instead: `kernel_us` near `median_us` says so."""
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    torch.cuda.synchronize()
-    for start, end in zip(starts, ends):
-        if flush is not None:
-            flush()
-        start.record()
-        call()
-        end.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+    return _cuda_batch(call, n, flush, drain=False)
 
 
 def sample_calls(call, device_type: str, spec: TimingSpec, warmup_calls: int,

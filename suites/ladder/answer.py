@@ -17,7 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
+from kernels import registry  # noqa: E402
 from kernels.base import DTYPE_SHORT  # noqa: E402
+from suites.report.label_fit import fit_ticks  # noqa: E402
 from suites.report.numbers import plain  # noqa: E402
 from suites.report.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, classify  # noqa: E402
 from suites.results import atomic  # noqa: E402
@@ -33,8 +35,18 @@ def _block(rows: pd.DataFrame) -> str:
            f"{first['shape']}{where}"
 
 
+def _baseline_name(suite: str) -> str:
+    try:
+        return registry.get_op(suite).baseline
+    except registry.UnknownNameError:  # a run of a suite this version does not have
+        return "eager"
+
+
 def _paired(rows: pd.DataFrame) -> pd.DataFrame:
-    ok = rows[(rows["status"] == Status.OK) & rows["speedup"].notna() & (rows["family"] != "eager")]
+    """Every row with a speedup but the block's baseline itself (a faster variant of the
+    baseline's family, attention's naive_inplace, is a row like any other)."""
+    base = rows["suite"].map(_baseline_name)
+    ok = rows[(rows["status"] == Status.OK) & rows["speedup"].notna() & (rows["variant"] != base)]
     return ok.assign(cls=[classify(r.speedup, r.speedup_low, r.speedup_high)
                           for r in ok.itertuples()])
 
@@ -46,10 +58,14 @@ def _family(r) -> str:
 
 
 def _baseline(rows: pd.DataFrame) -> str | None:
-    base = rows[(rows["family"] == "eager") & (rows["status"] == Status.OK)]
+    name = _baseline_name(rows.iloc[0]["suite"])
+    base = rows[(rows["variant"] == name) & (rows["status"] == Status.OK)]
     if base.empty:
-        status = rows.loc[rows["family"] == "eager", "status"]
-        return f"baseline {status.iloc[0] if len(status) else 'not run'}: no speedups"
+        status = rows.loc[rows["variant"] == name, "status"]
+        if len(status):
+            return f"baseline {name} {status.iloc[0]}: no speedups"
+        return (f"baseline {name}: its kernels are not in the table (its family's row shows a "
+                "faster variant)")
     b = base.iloc[0]
     return (f"{b['variant']}: {plain(b['n_kernels'])} kernels per call, device work "
             f"{plain(b['device_us'])} us in a {plain(b['host_us'])} us host span")
@@ -62,7 +78,8 @@ def lines(table: pd.DataFrame) -> tuple[str, list[str]]:
     for _, rows in table.groupby(keys, sort=False):
         paired = _paired(rows)
         parts = [_family(r) for r in paired.itertuples()]
-        missing = rows[(rows["family"] != "eager") & ~rows.index.isin(paired.index)]
+        base = _baseline_name(rows.iloc[0]["suite"])
+        missing = rows[(rows["variant"] != base) & ~rows.index.isin(paired.index)]
         parts += [f"{r.family} {r.status}" for r in missing.itertuples()]
         base = _baseline(rows)
         out.append(f"{_block(rows)}: " + "; ".join(parts + ([base] if base else [])))
@@ -101,6 +118,7 @@ def plot(table: pd.DataFrame, path: Path) -> Path | None:
     ax.tick_params(axis="x", labelsize=7)
     ax.set_xlabel("speedup over the block's baseline (green: faster, red: slower)", fontsize=7)
     fig.tight_layout()
+    fit_ticks(fig)
     with atomic.replacing(path) as tmp:
         fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)

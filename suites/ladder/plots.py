@@ -10,6 +10,7 @@ from matplotlib.lines import Line2D
 
 from kernels.base import DTYPE_SHORT
 from suites.ladder.fits import Fit
+from suites.report.label_fit import fit_ticks
 from suites.report.plots import _panels, _save, plt
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
@@ -99,6 +100,7 @@ def roofline_plot(ok: pd.DataFrame, peaks: dict, suite: str, path: Path) -> Path
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, colors, dtypes)
     fig.tight_layout()
+    fit_ticks(fig)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -169,11 +169,7 @@ def _answer_section(ladder) -> str:
     id=verdict as in a run's report (the browser test finds them there)."""
     head, lines = answer.lines(ladder.table)
     text = (f"<p id='verdict'><b>{_html.escape(head)}</b></p>" + hp.bullet_list(lines))
-    if ladder.answer_plot is None:
-        return f"<div id='answer'>{text}</div>"
-    return ("<div id='answer' style='display:flex;gap:20px;align-items:flex-start;"
-            f"flex-wrap:wrap'><div style='flex:1 1 560px;min-width:0'>{text}</div>"
-            f"<div style='flex:0 0 540px'>{hp.image(ladder.answer_plot)}</div></div>")
+    return hp.answer_block(text, ladder.answer_plot)
 
 
 def html(ladder) -> str:

@@ -35,16 +35,18 @@ def call_peaks(path: Path, label: str, device_type: str) -> list[float]:
     memory.sort()
     peaks = []
     for start, end in sorted(ranges):
+        inside = [nbytes for ts, nbytes in memory if start <= ts <= end]
         held = peak = 0.0
-        for ts, nbytes in memory:
-            if start <= ts <= end:
-                held += nbytes
-                peak = max(peak, held)
-        peaks.append(peak)
+        for nbytes in inside:
+            held += nbytes
+            peak = max(peak, held)
+        # No event at all: the profiler recorded no allocation (not "0 bytes": any call that
+        # returns a new tensor allocates), so the call's peak is unknown.
+        peaks.append(peak if inside else float("nan"))
     return peaks
 
 
 def peak_mb(path: Path, label: str, device_type: str) -> float:
     """The median over the profiled calls of each call's peak, in MiB; NaN without events."""
-    peaks = call_peaks(path, label, device_type)
+    peaks = [p for p in call_peaks(path, label, device_type) if p == p]
     return statistics.median(peaks) / 2 ** 20 if peaks else float("nan")

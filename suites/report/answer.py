@@ -87,14 +87,19 @@ def _breakeven(rows: pd.DataFrame, frame: pd.DataFrame, baseline: str, name) -> 
 
 
 def _graphs(rows: pd.DataFrame) -> str:
-    """How many graphs torch.compile built over the sweep, and its compile time: one per shape
-    (static-shape specialisation), where a Triton kernel takes any shape."""
+    """Per compile variant: the graphs it built over the sweep and its compile time. Each case
+    compiles afresh (a fresh dynamo per case, so a shape is specialised statically, where a
+    Triton kernel takes any shape): one graph per case, more where the code breaks the graph."""
     if "compile_graphs" not in rows or rows["compile_graphs"].isna().all():
         return ""
-    graphs, cases = int(rows["compile_graphs"].sum()), rows["case_id"].nunique()
-    spent = rows["compile_ms"].sum() / 1e3
-    return (f"; it built {graphs} graph{'s' * (graphs != 1)} for {cases} shape"
-            f"{'s' * (cases != 1)} ({spent:.3g} s of compiling in all)")
+    parts = []
+    for variant, mine in rows[rows["compile_graphs"].notna()].groupby("variant", sort=False):
+        graphs, cases = int(mine["compile_graphs"].sum()), mine["case_id"].nunique()
+        breaks = " (graph breaks)" if graphs > cases else ""
+        parts.append(f"{variant} built {graphs} graph{'s' * (graphs != 1)} for {cases} "
+                     f"shape{'s' * (cases != 1)}{breaks}, {mine['compile_ms'].sum() / 1e3:.3g} s "
+                     "of compiling in all")
+    return "; " + "; ".join(parts)
 
 
 def family_lines(frame: pd.DataFrame, baseline: str, name) -> list[str]:
@@ -123,9 +128,10 @@ def family_lines(frame: pd.DataFrame, baseline: str, name) -> list[str]:
 
 
 def pays_off(frame: pd.DataFrame, baseline: str, name) -> str:
-    """Whether any fused form is faster than the baseline anywhere, in one sentence."""
+    """Whether any fused form (a library call, torch.compile, a Triton kernel: not another
+    eager form, such as attention's in-place naive) is faster than the baseline anywhere."""
     paired = frame[(frame["status"] == Status.OK) & frame["speedup"].notna()
-                   & (frame["variant"] != baseline)]
+                   & (frame["variant"] != baseline) & (frame["family"] != "eager")]
     if paired.empty:
         return f"Nothing to compare: no variant has a paired speedup against {baseline}."
     faster = paired[_classes(paired) == FASTER]

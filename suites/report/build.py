@@ -28,11 +28,12 @@ from suites.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, read_kernels, read_measurements,
                                    with_columns)
 
-# rounds, GB/s and the modelled bytes stay in measurements.csv: the table must fit 1400 px with
-# the GPU-only columns (kernel us, kernel speedup, launch us) filled.
+# rounds, GB/s, the modelled bytes and the profile's device ratio (its finding says when it
+# disagrees) stay in measurements.csv: the table must fit 1400 px with the GPU-only columns
+# (kernel us, kernel speedup, launch us, SDPA backend) filled (tests/test_report_page.py).
 RESULT_COLUMNS = headers([
     "case_id", "variant", "median_us", "p10_us", "p90_us", "speedup", "speedup_low",
-    "speedup_high", "kernel_us", "kernel_speedup", "device_ratio", "host_us", "device_us",
+    "speedup_high", "kernel_us", "kernel_speedup", "host_us", "device_us",
     "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "pct_peak", "peak_mem_mb",
     "backend", "first_call_ms", "scaled_err", "trace"])
 NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
@@ -76,13 +77,7 @@ def _answer_section(frame: pd.DataFrame, findings: pd.DataFrame, op: Op, name,
     text = (f"<p id='verdict'><b>{html.escape(answer.pays_off(frame, baseline, name))}</b></p>"
             + hp.bullet_list(answer.family_lines(frame, baseline, name))
             + (f"<p>{html.escape(where)}</p>" if where else ""))
-    if plot is None:
-        return f"<div id='answer'>{text}</div>"
-    # id=answer: the test in a browser checks it is on the first screen (tests/browser.py).
-    return ("<div id='answer' style='display:flex;gap:20px;align-items:flex-start;"
-            "flex-wrap:wrap'>"
-            f"<div style='flex:1 1 560px;min-width:0'>{text}</div>"
-            f"<div style='flex:0 0 540px'>{hp.image(plot)}</div></div>")
+    return hp.answer_block(text, plot)
 
 
 def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,

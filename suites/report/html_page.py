@@ -44,6 +44,16 @@ def esc(value) -> str:
     return html.escape(num(value))
 
 
+def answer_block(text: str, plot: Path | None) -> str:
+    """A report's first screen: the answer's HTML `text` beside its small plot. id=answer (and
+    the verdict's id=verdict inside `text`): the browser test checks they are on that screen."""
+    if plot is None:
+        return f"<div id='answer'>{text}</div>"
+    return ("<div id='answer' style='display:flex;gap:20px;align-items:flex-start;"
+            f"flex-wrap:wrap'><div style='flex:1 1 560px;min-width:0'>{text}</div>"
+            f"<div style='flex:0 0 540px'>{image(plot)}</div></div>")
+
+
 def image(path: Path) -> str:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<img alt="{esc(path.stem)}" src="data:image/png;base64,{data}">'

@@ -13,6 +13,7 @@ from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from kernels.base import DTYPE_SHORT, as_value  # noqa: E402
+from suites.report.label_fit import fit_ticks  # noqa: E402
 from suites.report.op_plot import where_time_goes  # noqa: E402
 from suites.results import atomic  # noqa: E402
 from suites.results.columns import Status  # noqa: E402
@@ -45,6 +46,7 @@ def _save(fig, path: Path) -> Path:
                ncol=min(len(labels), 6), fontsize=8, frameon=False)
     rows = -(-len(labels) // 6)
     fig.tight_layout(rect=(0, 0, 1, 0.93 - 0.04 * rows))
+    fit_ticks(fig)
     with atomic.replacing(path) as tmp:  # never a cut PNG (suites/results/atomic.py)
         fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
@@ -167,6 +169,7 @@ def answer(frame, size_axis, params, baseline: str, path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
+    fit_ticks(fig)
     with atomic.replacing(path) as tmp:
         fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)

@@ -15,8 +15,9 @@ import pandas as pd
 
 from suites.report.numbers import plain
 
-# A number standing alone (not part of a name such as aten::mm, M64 or sm90).
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?:e[+-]?\d+)?(?![\w])")
+# A number standing alone (not part of a name such as aten::mm, M64, sm90 or ProfilerStep#3),
+# whole: never the "2" of "2.25x"; an "x" right after it is its unit (a ratio).
+NUMBER = re.compile(r"(?<![\w.#])-?\d+(?:,\d{3})*(?:\.\d+)?(?:e[+-]?\d+)?(?:(?![\w.])|(?=x\b))")
 LIST_UP_TO = 6  # cases named one by one; more are summarised
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from suites.report.banner import banner_lines
+from suites.report.numbers import num
 from suites.results.columns import Status, headers
 
 COLUMNS = headers(["case_id", "variant", "median_us", "speedup", "speedup_low", "speedup_high",
@@ -16,7 +17,7 @@ def summary_table(frame: pd.DataFrame, env: dict | None = None) -> str:
     # Columns no ok row has a value in (kernel us on a CPU, device us without a profile) go.
     shown = {c: h for c, h in COLUMNS.items() if c in ok and ok[c].notna().any()}
     table = ok[list(shown)].rename(columns=shown)
-    lines = [table.to_string(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-")
+    lines = [table.to_string(index=False, float_format=num, na_rep="-")
              if len(table) else "(no variant ran)"]
     others = frame[frame["status"] != Status.OK]
     for (variant, status, reason), group in others.groupby(["variant", "status", "reason"],

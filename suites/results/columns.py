@@ -120,7 +120,8 @@ METRICS = (
        "memory one call allocates at its peak beyond what existed before it (intermediates and "
        "output, not the inputs). CUDA: max_memory_allocated around one call after a reset. CPU: "
        "the running sum of the profiler's memory events inside the call's range (the profiling "
-       "pass records them), median over the profiled calls", "peak MiB"),
+       "pass records them), median over the profiled calls. Empty for a CUDA-graph replay "
+       "(its memory is the pool its capture took)", "peak MiB"),
     Column("host_us", "us", NUMBER,
        "CPU span of the call's record_function range in the profiled pass", "host us",
        "profile"),
