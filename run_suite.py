@@ -25,7 +25,7 @@ from suites.hydra_sweep import (SweepManifest, check_syntax, fixed_overrides, pl
                                 sweep_params)
 from suites.errors import ConfigError
 from suites.harness.runner import run
-from suites.harness.stopping import Interrupted, stop_on_signals
+from suites.harness.stopping import Interrupted, preempted, stop_on_signals
 from suites.report.build import write_report
 from suites.report.summary import summary_table
 from suites.results.exit_status import exit_status
@@ -207,6 +207,8 @@ def main(cfg: DictConfig) -> None:
               f"{state.get('planned', '?')} rows are in {out_dir}; to finish it: python "
               f"run_suite.py {' '.join(resume_args(out_dir, args))}", file=sys.stderr)
         if os.environ.get("SUBMITIT_EXECUTOR"):
+            if preempted():  # requeued: no result, so the launcher waits for the job's rerun
+                raise SystemExit(-1)
             # A job in a process of its own (submitit): its launcher waits for the job's
             # result, which only a return gives; the launcher's exit status says it stopped.
             return

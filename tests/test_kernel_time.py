@@ -69,7 +69,8 @@ def test_no_kernel_time_on_a_cpu(tmp_path):
     case = Case.make("matmul_add", {"M": 32, "N": 32, "K": 32}, "float32", "cpu")
     row = measure(registry.get_op("matmul_add"), registry.get_variant("matmul_add", "addmm"),
                   case, run_spec(tmp_path, case, ["addmm"])).row
-    assert row.ok and math.isnan(row.kernel_us) and math.isnan(row.kernel_speedup)
+    assert row.status in ("ok", "noisy")  # a busy machine may leave too few clean rounds
+    assert math.isnan(row.kernel_us) and math.isnan(row.kernel_speedup)
     derive(row, None)
     assert row.roofline.tflops == pytest.approx(row.roofline.flops / row.timing.median_us / 1e6)
 

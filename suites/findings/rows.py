@@ -39,11 +39,16 @@ def above_peak(row: ResultRow):
                       {"pct_peak": pct, "tflops": row.value("tflops")})
 
 
+def _apart(a, b) -> float:
+    """How many times apart two positive ratios are (1 when equal); 0 when one is missing."""
+    if not _finite(a, b) or a <= 0 or b <= 0:
+        return 0.0
+    return max(a / b, b / a)
+
+
 def passes_disagree(row: ResultRow):
     speedup, ratio = row.speedup, row.device_ratio
-    if not _finite(speedup, ratio) or speedup <= 0 or ratio <= 0:
-        return
-    apart = max(speedup / ratio, ratio / speedup)
+    apart = _apart(speedup, ratio)
     if apart > DISAGREE_FACTOR:
         yield Finding(Code.PASSES_DISAGREE, Severity.WARNING,
                       f"the timing rounds give a {speedup:.3g}x speedup but the profile pass's "
@@ -55,10 +60,8 @@ def passes_disagree(row: ResultRow):
 
 def kernel_speedup_differs(row: ResultRow):
     speedup, kernels = row.speedup, row.kernel_speedup
-    if not row.ok or not _finite(speedup, kernels) or speedup <= 0 or kernels <= 0:
-        return
-    apart = max(speedup / kernels, kernels / speedup)
-    if apart > HOST_PATH_FACTOR:
+    apart = _apart(speedup, kernels)
+    if row.ok and apart > HOST_PATH_FACTOR:
         yield Finding(Code.KERNEL_SPEEDUP_DIFFERS, Severity.NOTICE,
                       f"the kernels alone give {kernels:.3g}x but a call's latency {speedup:.3g}x "
                       f"({apart:.2f}x apart): the host path of a call (Python, the wrapper's "

@@ -24,6 +24,10 @@ class Interrupted(BaseException):
 
 
 _asked: Interrupted | None = None
+# A cluster launcher's preemption signal (submitit: SIGUSR2, before it requeues the job): the
+# job will run again, so it must not hand back a result as if it had finished.
+PREEMPTION = signal.SIGUSR2
+_preempted = False
 
 
 def _handler(signum, frame) -> None:
@@ -34,10 +38,24 @@ def _handler(signum, frame) -> None:
 
 
 def stop_on_signals() -> None:
-    global _asked
-    _asked = None
+    global _asked, _preempted
+    _asked, _preempted = None, False
     for sig in SIGNALS:
         signal.signal(sig, _handler)
+    launcher = signal.getsignal(PREEMPTION)
+    if callable(launcher) and not getattr(launcher, "_notes_preemption", False):
+        def preemption(signum, frame):  # noted, then the launcher's own handler (requeue)
+            global _preempted
+            _preempted = True
+            launcher(signum, frame)
+        preemption._notes_preemption = True
+        signal.signal(PREEMPTION, preemption)
+
+
+def preempted() -> bool:
+    """Whether the launcher's preemption signal came since stop_on_signals(): the job is
+    requeued, and will resume its run when it starts again."""
+    return _preempted
 
 
 @contextlib.contextmanager

@@ -19,10 +19,9 @@ from matplotlib import ticker  # noqa: E402
 
 from kernels import registry  # noqa: E402
 from kernels.base import DTYPE_SHORT  # noqa: E402
-from suites.report.label_fit import fit_ticks  # noqa: E402
+from suites.report.label_fit import save_png  # noqa: E402
 from suites.report.numbers import plain  # noqa: E402
 from suites.report.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, classify  # noqa: E402
-from suites.results import atomic  # noqa: E402
 from suites.results.columns import Status  # noqa: E402
 
 WORDS = {FASTER: "faster", SLOWER: "slower", SAME: f"the same within {SAME_WITHIN:.0%}"}
@@ -118,8 +117,4 @@ def plot(table: pd.DataFrame, path: Path) -> Path | None:
     ax.tick_params(axis="x", labelsize=7)
     ax.set_xlabel("speedup over the block's baseline (green: faster, red: slower)", fontsize=7)
     fig.tight_layout()
-    fit_ticks(fig)
-    with atomic.replacing(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=100)

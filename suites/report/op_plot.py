@@ -17,8 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from kernels.base import DTYPE_SHORT  # noqa: E402
-from suites.report.label_fit import fit_ticks  # noqa: E402
-from suites.results import atomic  # noqa: E402
+from suites.report.label_fit import save_png  # noqa: E402
 
 TOP = 6  # ops named in the legend; the rest are one "other ops" segment
 OTHER, OVERHEAD = "other ops", "exposed overhead"
@@ -87,11 +86,7 @@ def where_time_goes(frame: pd.DataFrame, kernels: pd.DataFrame, size_axis: str,
                fontsize=7, frameon=False)
     # The legend below the panels, in the space tight_layout leaves it (inches to a fraction).
     fig.tight_layout(rect=(0, (0.2 * legend_rows + 0.1) / height, 1, 1 - 0.45 / height))
-    fit_ticks(fig)
-    with atomic.replacing(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def _panel(ax, frame, shares, variant, dtype, size_axis, ops, color, labels: bool) -> None:

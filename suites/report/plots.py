@@ -13,9 +13,8 @@ from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from kernels.base import DTYPE_SHORT, as_value  # noqa: E402
-from suites.report.label_fit import fit_ticks  # noqa: E402
+from suites.report.label_fit import save_png  # noqa: E402
 from suites.report.op_plot import where_time_goes  # noqa: E402
-from suites.results import atomic  # noqa: E402
 from suites.results.columns import Status  # noqa: E402
 
 
@@ -46,11 +45,7 @@ def _save(fig, path: Path) -> Path:
                ncol=min(len(labels), 6), fontsize=8, frameon=False)
     rows = -(-len(labels) // 6)
     fig.tight_layout(rect=(0, 0, 1, 0.93 - 0.04 * rows))
-    fit_ticks(fig)
-    with atomic.replacing(path) as tmp:  # never a cut PNG (suites/results/atomic.py)
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def _lines(frame, size_axis, params, value, ax, log_y=True):
@@ -67,22 +62,26 @@ def _lines(frame, size_axis, params, value, ax, log_y=True):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def time_vs_size(frame, size_axis, params, path: Path) -> Path:
-    fig, panels = _panels(frame, "Time per call (median; band: p10 to p90)")
+def _against_size(frame, size_axis, params, column: str, title: str, ylabel: str,
+                  path: Path) -> Path:
+    """A panel per dtype, a line per variant: `column` against the size axis, log-log."""
+    fig, panels = _panels(frame, title)
     for dtype, ax in panels:
-        _lines(frame[frame["dtype"] == dtype], size_axis, params, "median_us", ax)
+        _lines(frame[frame["dtype"] == dtype], size_axis, params, column, ax)
         ax.set_title(DTYPE_SHORT.get(dtype, dtype))
-        ax.set_ylabel("time per call (us)")
+        ax.set_ylabel(ylabel)
     return _save(fig, path)
+
+
+def time_vs_size(frame, size_axis, params, path: Path) -> Path:
+    return _against_size(frame, size_axis, params, "median_us",
+                         "Time per call (median; band: p10 to p90)", "time per call (us)", path)
 
 
 def peak_memory(frame, size_axis, params, path: Path) -> Path:
-    fig, panels = _panels(frame, "Peak memory per call (allocated beyond the inputs)")
-    for dtype, ax in panels:
-        _lines(frame[frame["dtype"] == dtype], size_axis, params, "peak_mem_mb", ax)
-        ax.set_title(DTYPE_SHORT.get(dtype, dtype))
-        ax.set_ylabel("peak MiB per call")
-    return _save(fig, path)
+    return _against_size(frame, size_axis, params, "peak_mem_mb",
+                         "Peak memory per call (allocated beyond the inputs)", "peak MiB per call",
+                         path)
 
 
 def speedup(frame, size_axis, params, baseline: str, path: Path) -> Path:
@@ -169,11 +168,7 @@ def answer(frame, size_axis, params, baseline: str, path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    fit_ticks(fig)
-    with atomic.replacing(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=100)
 
 
 def write_plots(frame: pd.DataFrame, size_axis: str, params: list[str], baseline: str,
