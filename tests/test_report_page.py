@@ -33,7 +33,7 @@ def test_numbers_read_plainly_to_three_or_four_significant_figures():
     assert hp.num(2.297e-7) == "2.297e-7"  # an error: far below anything a time reaches
     for missing in (float("nan"), np.float32("nan"), None, pd.NA):
         assert hp.num(missing) == "-"
-    assert hp.num(np.int64(5)) == "5" and hp.num("ab") == "ab"
+    assert hp.num(np.int64(5)) == "5" and hp.num("ab") == "ab" and hp.num("") == ""
     for value in np.geomspace(1e-3, 1e12, 200):
         text = hp.num(value)
         assert "e" not in text and _significant(text) <= 4, (value, text)

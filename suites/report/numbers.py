@@ -24,7 +24,11 @@ def plain(value: float, digits: int = 3) -> str:
 def num(value, digits: int = 4) -> str:
     """Every number a table shows, to `digits` significant figures in plain notation: 8.743,
     1.14 not 1.140, 2,666; from 10,000 on with a suffix (11.71k, 12.35M), not 1.171e+04;
-    below 0.001 with a short exponent (2.297e-7: an error, never a time); missing as '-'."""
+    below 0.001 with a short exponent (2.297e-7: an error, never a time); missing as '-', but
+    an empty text cell stays empty (the ladder leaves a block's name off its rows after the
+    first)."""
+    if isinstance(value, str) and value == "":
+        return ""
     if missing(value):
         return "-"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
