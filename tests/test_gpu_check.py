@@ -4,6 +4,7 @@ rows, exits 1 only for failed/deadline rows, and forces every autotune config of
 (under Triton's interpreter here, with its one config per kernel)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,9 +16,10 @@ from hydra import compose as hydra_compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from kernels import registry
-from suites.benchmarks import gpu_check, gpu_check_configs, gpu_check_kernels, gpu_check_suites
+from suites.benchmarks import (gpu_check, gpu_check_configs, gpu_check_kernels,
+                               gpu_check_record, gpu_check_suites)
 from suites.benchmarks.gpu_check_record import Clock, Recorder, run_items
-from suites.harness import device_lock
+from suites.harness import device_lock, stopping
 from suites.plain_config import CONF_DIR, compose, override_args
 from suites.spec import build_run_spec
 
@@ -172,13 +174,29 @@ def test_a_deadline_stops_a_run_after_the_case_in_flight(tmp_path, monkeypatch):
                    "suite.variants": ["eager"], "calibrate": False})
     spec = build_run_spec(cfg, tmp_path / "run")
     rec = Recorder(tmp_path / "results.jsonl", echo=lambda line: None)
-    try:
-        with open(tmp_path / "log.txt", "w") as log:  # past its deadline when it starts
-            row = gpu_check_suites.run_plan(plan, spec, Clock(0), rec, log)
-    finally:
-        gpu_check_suites.restore_signals()
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with open(tmp_path / "log.txt", "w") as log:  # past its deadline when it starts
+        row = gpu_check_suites.run_plan(plan, spec, Clock(0), rec, log)
     assert row["status"] == "deadline" and (row["rows"], row["planned"]) == (1, 2)
     assert [r["item"] for r in rec.rows] == ["matmul_add M32-N32-K32-fp32 eager"]
+    # The deadline's SIGINT is spent: the handlers from before are back, nothing is noted.
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    stopping.stop_if_asked()
+
+
+def test_an_item_past_its_deadline_and_the_grace_is_stopped_where_it_is(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check_record, "GRACE_S", 0.2)
+    rec = Recorder(tmp_path / "results.jsonl", echo=lambda line: None)
+    alarm_before = signal.getsignal(signal.SIGALRM)
+    items = [("slow", lambda: time.sleep(5) or {}), ("next", lambda: {"value": 1})]
+    started = time.monotonic()
+    run_items(rec, "kernels", Clock(10.0 - 9.9), iter(items), hard=True)
+    assert time.monotonic() - started < 2
+    assert [(r["item"], r["status"]) for r in rec.rows] == [("slow", "deadline"),
+                                                            ("next", "deadline")]
+    assert "stopped after running" in rec.rows[0]["error"]
+    assert signal.getsignal(signal.SIGALRM) == alarm_before  # and no alarm left running
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU clock for the kernel-time logic")

@@ -9,8 +9,10 @@ harness's own exit status treats it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -95,14 +97,36 @@ class Clock:
 
 
 Work = Callable[[], "dict | None"]
+GRACE_S = 15.0  # an item may run this far past its section's deadline before it is stopped
+
+
+class ItemOverran(Exception):
+    """Raised into an item that ran past its section's deadline and the grace."""
+
+
+@contextlib.contextmanager
+def item_alarm(seconds: float):
+    """ItemOverran in this (the main) thread after `seconds`: one slow item (a cold autotune
+    of a large case) must not take the lease's remaining minutes from the sections after it."""
+    def overran(signum, frame):
+        raise ItemOverran(f"stopped after running {seconds:.0f} s, past the section's deadline")
+
+    previous = signal.signal(signal.SIGALRM, overran)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def run_items(rec: Recorder, section: str, clock: Clock,
-              items: Iterable[tuple[str, Work]]) -> None:
+              items: Iterable[tuple[str, Work]], hard: bool = False) -> None:
     """Each item in turn (a generator may plan later items from earlier results). Past the
-    deadline an item is a `deadline` row; an item that raises is a `failed` row; a work that
-    returns a dict is one row (`status` in it, ok by default); one that returns None recorded
-    its own rows."""
+    deadline an item is a `deadline` row; with `hard`, an item still running GRACE_S after it
+    is stopped there and is a `deadline` row too; an item that raises is a `failed` row; a work
+    that returns a dict is one row (`status` in it, ok by default); one that returns None
+    recorded its own rows."""
     iterator = iter(items)
     while True:
         try:
@@ -116,8 +140,14 @@ def run_items(rec: Recorder, section: str, clock: Clock,
             rec.add(section, name, "deadline", error=clock.reason())
             continue
         started = time.monotonic()
+        alarm = item_alarm(clock.left() + GRACE_S) if hard else contextlib.nullcontext()
         try:
-            fields = work()
+            with alarm:
+                fields = work()
+        except ItemOverran as exc:
+            rec.add(section, name, "deadline", error=str(exc),
+                    seconds=round(time.monotonic() - started, 2))
+            continue
         except Exception as exc:  # one item's failure is a row; the next item goes on
             rec.add(section, name, "failed", error=short_error(exc),
                     seconds=round(time.monotonic() - started, 2))

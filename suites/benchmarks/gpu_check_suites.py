@@ -189,9 +189,3 @@ def record_rows(plan: Plan, folder: Path, rec) -> None:
             if plan.reference else {}
         rec.add(SECTION, f"{plan.name} {row['case_id']} {row['variant']}", status,
                 harness_status=row["status"], **fields, **facts, **note)
-
-
-def restore_signals() -> None:
-    """After the section: Ctrl-C and SIGTERM do what they do by default again."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
