@@ -76,6 +76,10 @@ def test_a_finding_repeated_across_cases_is_said_once_with_its_ranges():
     assert sf.where(groups[0], ["c1", "c2"], {"c1": "M64"}) == "in addmm and compile, every case"
     assert sf.where(groups[0], ["c1", "c2", "c3"], {"c1": "M64"}) == \
         "in addmm and compile, at M64, c2"
+    # Variants are named together only where they hold for the same cases.
+    uneven = sf.group(findings.drop(index=3), ["hidden_copy"])[0]
+    assert sf.where(uneven, ["c1", "c2"], {"c1": "M64"}) == \
+        "in addmm, every case; in compile, at M64"
 
 
 def test_plain_numbers_have_no_exponent():

@@ -66,16 +66,27 @@ def group(findings: pd.DataFrame, codes) -> list[Shared]:
 
 
 def where(shared: Shared, all_cases: list[str], name_of: dict[str, str]) -> str:
-    """`in addmm and compile, every case` / `in eager, at M64 fp32, M128 fp32`."""
-    variants = shared.variants
-    who = variants[0] if len(variants) == 1 else \
-        ", ".join(variants[:-1]) + f" and {variants[-1]}"
-    cases = shared.cases
+    """`in addmm and compile, every case` / `in eager, at M64 fp32; in compile, every case`.
+
+    Variants are named together only where they hold for the same cases: a line that said
+    "in eager and compile, every case" when eager held at one case would claim what was not
+    measured."""
+    by_cases: dict[tuple[str, ...], list[str]] = {}
+    for variant in shared.variants:
+        cases = tuple(dict.fromkeys(c for c, v in shared.keys if v == variant))
+        by_cases.setdefault(cases, []).append(variant)
+    return "; ".join(f"in {_and(variants)}, {_at(list(cases), all_cases, name_of)}"
+                     for cases, variants in by_cases.items())
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def _at(cases: list[str], all_cases: list[str], name_of: dict[str, str]) -> str:
     if set(cases) == set(all_cases):
-        at = "every case"
-    elif len(cases) <= LIST_UP_TO:
-        at = "at " + ", ".join(name_of.get(c, c) for c in cases)
-    else:
-        at = f"{len(cases)} of {len(all_cases)} cases ({name_of.get(cases[0], cases[0])} to " \
-             f"{name_of.get(cases[-1], cases[-1])})"
-    return f"in {who}, {at}"
+        return "every case"
+    if len(cases) <= LIST_UP_TO:
+        return "at " + ", ".join(name_of.get(c, c) for c in cases)
+    return f"{len(cases)} of {len(all_cases)} cases ({name_of.get(cases[0], cases[0])} to " \
+           f"{name_of.get(cases[-1], cases[-1])})"
