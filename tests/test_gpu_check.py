@@ -41,7 +41,7 @@ def _gpu_check(out: Path, *args: str) -> tuple[int, list[dict], str]:
     (out / "tmp").mkdir(parents=True)
     env["TMPDIR"] = str(out / "tmp")
     done = subprocess.run([sys.executable, "-c", SCRIPT, "--allow-cpu", "--out", str(out), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return done.returncode, rows, done.stdout + done.stderr
 
@@ -129,7 +129,10 @@ def test_each_kept_config_is_forced_and_checked(tmp_path, monkeypatch):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU plumbing")
 def test_cpu_plumbing_end_to_end_without_hydra(tmp_path):
     code, rows, output = _gpu_check(tmp_path)
-    assert code == 0, output
+    # A row the busy machine made noisy is its own status (exit 1, as the harness's), not failed.
+    noisy = [r for r in rows if r["status"] == "noisy"]
+    assert all(r["harness_status"] == "noisy" for r in noisy)
+    assert code == (1 if noisy else 0), output
     assert "HYDRA_MODULES []" in output
     sections = list(dict.fromkeys(r["section"] for r in rows))
     assert sections == list(gpu_check.SECTIONS)
@@ -142,7 +145,8 @@ def test_cpu_plumbing_end_to_end_without_hydra(tmp_path):
     run = by_item[("suites", "matmul_add")]
     assert run["status"] == "ok" and run["reproduce"].startswith("python run_suite.py")
     eager = by_item[("suites", "matmul_add M64-N64-K64-fp32 eager")]
-    assert eager["status"] == "ok" and eager["series_kernels"] == "2" and eager["n_kernels"] > 0
+    assert eager["status"] in ("ok", "noisy") and eager["series_kernels"] == "2" \
+        and eager["n_kernels"] > 0
     assert by_item[("suites", "matmul_add M64-N64-K64-fp32 triton")]["status"] == "skipped"
     assert by_item[("suites", "attention")]["status"] == "skipped"  # its spec built, not run
     assert (Path(run["folder"]) / "measurements.csv").is_file()
@@ -190,7 +194,7 @@ def test_an_item_past_its_deadline_and_the_grace_is_stopped_where_it_is(tmp_path
     alarm_before = signal.getsignal(signal.SIGALRM)
     items = [("slow", lambda: time.sleep(5) or {}), ("next", lambda: {"value": 1})]
     started = time.monotonic()
-    run_items(rec, "kernels", Clock(10.0 - 9.9), iter(items), hard=True)
+    run_items(rec, "kernels", Clock(0.5), iter(items), hard=True)
     assert time.monotonic() - started < 2
     assert [(r["item"], r["status"]) for r in rec.rows] == [("slow", "deadline"),
                                                             ("next", "deadline")]

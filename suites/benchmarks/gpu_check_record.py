@@ -3,9 +3,10 @@ section; the summary, rewritten after every section so a run killed at the lease
 leaves one.
 
 A row: {"section", "item", "status", "t_s", ...numbers, "error"}; status is one of STATUSES.
-Only `failed` and `deadline` rows make the exit status 1: `skipped` says the item cannot run
-here (no CUDA, a config the target's pruning drops, a variant this GPU lacks), as the
-harness's own exit status treats it.
+`failed`, `noisy` and `deadline` rows make the exit status 1, as the harness's own exit status
+treats them: `noisy` is a row measured but not clean (the machine was busy), kept apart from
+`failed` so the table does not call working code broken; `skipped` says the item cannot run
+here (no CUDA, a config the target's pruning drops, a variant this GPU lacks).
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from typing import Callable, Iterable
 
 from suites.harness.measure import short_error
 
-STATUSES = ("ok", "failed", "deadline", "skipped")
-BAD = ("failed", "deadline")
+STATUSES = ("ok", "failed", "noisy", "deadline", "skipped")
+BAD = ("failed", "noisy", "deadline")
 WIDTH = 100  # columns of a printed line
 
 

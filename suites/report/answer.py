@@ -19,6 +19,9 @@ from suites.findings.codes import BOUND_CODES
 from suites.ladder import breakeven as be
 from suites.report.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, UNCLEAR, classify
 from suites.results.columns import Status
+from suites.text import cut
+
+REASON_WIDTH = 110  # a not-run reason in the answer: its full text is in the table below
 
 FAMILY_WORDS = {"library": "the fused library call", "compile": "torch.compile",
                 "triton": "the hand-written Triton kernels", "eager": "eager variants"}
@@ -113,7 +116,8 @@ def family_lines(frame: pd.DataFrame, baseline: str, name) -> list[str]:
         if paired.empty:
             reasons = rows.groupby("status")["reason"].first()
             said = "; ".join(f"{status} on {int((rows['status'] == status).sum())} rows: "
-                             f"{reason}" for status, reason in reasons.items())
+                             f"{cut(str(reason), REASON_WIDTH)}"
+                             for status, reason in reasons.items())
             lines.append(f"{label}: no speedup measured ({said})")
             continue
         line = f"{label}: {_count_phrase(rows)}"
