@@ -31,7 +31,7 @@ from suites.profiling.occupancy import ATTENTION_NOTE, is_attention
 from suites.profiling.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
                                            trace_timeline)
 from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import TraceFormatError, read_trace
+from suites.profiling.trace_events import DUPLICATE, TraceFormatError, read_trace
 
 MAX_STEPS_SHOWN = 20
 NAN = float("nan")
@@ -114,7 +114,10 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
              f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"]
     for why, count in trace.skipped.items():
-        lines.append(f"note: {count} events skipped: {why}")
+        device = trace.skipped_device.get(why) if why != DUPLICATE else None  # counted once
+        lines.append(f"note: {count} events skipped: {why}" + (
+            f" ({device} of them device activities: the busy time, kernel counts and verdict "
+            "leave them out)" if device else ""))
     for cat, count in unread_device_categories(trace).items():
         lines.append(f"note: {count} activities of category {cat} not analysed")
     if analysis.unlinked_device:
@@ -124,6 +127,10 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
         lines.append(f"note: {analysis.unattributed_device} device activities were launched, or "
                      "ran, outside every step and are not in the per-step figures")
     lines += timeline_lines(timeline_rows or [])
+    if on_gpu(analysis.mode) and not timeline_rows:
+        lines += ["", f"GPU timeline: none: not one of the {len(trace.device)} device activities "
+                      "has a launch event in the trace, and TraceLens's definitions count only "
+                      "launched ones; the steps below count them by the time they ran"]
     steps = step_frame(profile)
     fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
     shown = steps.drop(columns=CONSOLE_DROPS)

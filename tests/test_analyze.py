@@ -133,6 +133,66 @@ def test_malformed_events_are_skipped_and_counted(tmp_path, capsys):
     assert "GPU timeline over 1 device activities" in out
 
 
+def test_an_event_without_a_usable_duration_is_left_out_and_said_never_zero(tmp_path, capsys):
+    from trace_builders import event, write
+
+    events = [event("cudaLaunchKernel", "cuda_runtime", 0, 5, correlation=c) for c in (1, 2, 3)]
+    events += [event("k", "kernel", 10, 5, tid=7, correlation=1),
+               {**event("k", "kernel", 20, 5, tid=7, correlation=2), "dur": None},
+               {key: v for key, v in event("k", "kernel", 30, 5, tid=7, correlation=3).items()
+                if key != "dur"},
+               {**event("aten::mm", "cpu_op", 1, 2), "ts": "1"}]
+    path = write({"traceEvents": events}, tmp_path / "odd.json")
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 events skipped: no duration (2 of them device activities: the busy time, kernel " \
+           "counts and verdict leave them out)" in out
+    assert "1 events skipped: a timestamp that is not a number" in out
+    assert "GPU timeline over 1 device activities" in out  # the one kernel with a duration
+    # Nothing usable at all: the error says what was left out, and why.
+    only_bad = write({"traceEvents": [{**event("k", "kernel", 1, 2), "dur": "2"}]},
+                     tmp_path / "bad.json")
+    assert main([str(only_bad)]) == 2
+    assert "nothing to analyse (events left out: 1 a duration that is not a number)" in \
+        capsys.readouterr().err
+
+
+def test_exact_copies_of_events_count_once(tmp_path, capsys):
+    from trace_builders import load, write
+
+    doc = load(TRITON_TRACE)
+    code, once, _ = run(capsys, TRITON_TRACE)
+    doc["traceEvents"] = doc["traceEvents"] * 3  # a trace merged three times
+    code_thrice, thrice, _ = run(capsys, write(doc, tmp_path / "thrice.json.gz"))
+    assert code == code_thrice == 0
+    said = [line for line in thrice.splitlines() if "an exact copy of an earlier event" in line]
+    assert len(said) == 1 and "device activities" not in said[0]
+    # Every figure, kernel count and finding as in the trace read once.
+    body = lambda text: [line for line in text.splitlines()[1:] if line not in said]  # noqa: E731
+    assert body(thrice) == body(once)
+
+
+def test_a_gpu_trace_without_its_host_side_gets_no_host_verdict(tmp_path, capsys):
+    from trace_builders import load, write
+
+    doc = load(ALEXNET_TRACE)
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    code, out, _ = run(capsys, write(doc, tmp_path / "device_only.json"))
+    assert code == 0
+    assert "GPU timeline: none: not one of the" in out
+    assert "no verdict: the trace has device activities but no host side" in out
+    assert "host-bound" not in out and "overhead_bound" not in out
+
+
+def test_a_directory_or_an_empty_file_is_named_as_such(tmp_path, capsys):
+    (tmp_path / "empty.json").write_text("")
+    assert main([str(tmp_path)]) == 2
+    assert "a directory, not a trace file" in capsys.readouterr().err
+    assert main([str(tmp_path / "empty.json")]) == 2
+    assert "the file is empty" in capsys.readouterr().err
+
+
 def test_a_value_nested_too_deeply_is_one_line(tmp_path, capsys):
     path = tmp_path / "deep.json"
     path.write_text('{"traceEvents": [' + "[" * 100_000 + "]" * 100_000 + "]}")

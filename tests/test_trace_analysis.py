@@ -125,7 +125,8 @@ def test_reader_keeps_top_level_metadata_in_any_order(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("", "expected one of"),
+    ("", "the file is empty"),
+    (" \n ", "the file is empty"),
     ("{\"traceEvents\": [ {\"ph\": \"X\", ", "invalid JSON"),
     ("{\"foo\": 1}", "no traceEvents"),
     ("hello", "expected one of"),

@@ -7,8 +7,8 @@ from collections import defaultdict
 
 from suites.findings.codes import Code, Severity
 from suites.findings.core import Finding, FindingContext
-from suites.findings.verdict import DEVICE, Primary, Verdict, duration, primary
-from suites.profiling.device_time import HOST_ONLY, kernel_us, unread_device_categories
+from suites.findings.verdict import DEVICE, Primary, Verdict, duration, host_side, primary
+from suites.profiling.device_time import GPU, HOST_ONLY, kernel_us, unread_device_categories
 from suites.profiling.gpu_timeline import kind
 from suites.profiling.op_kinds import is_copy_api, is_sync_api
 
@@ -108,7 +108,12 @@ def bound(ctx: FindingContext):
 
 
 def _host_only(ctx: FindingContext):
-    if ctx.profile is None or ctx.profile.analysis.mode != HOST_ONLY:
+    if ctx.profile is None:
+        return
+    if ctx.profile.analysis.mode == GPU:
+        yield from _no_host_side(ctx)
+        return
+    if ctx.profile.analysis.mode != HOST_ONLY:
         return
     unread = unread_device_categories(ctx.profile.analysis.trace)
     what = (", ".join(f"{n} {cat}" for cat, n in unread.items()) if unread
@@ -117,6 +122,23 @@ def _host_only(ctx: FindingContext):
                   f"no verdict: the trace shows a device but none of its activities this tool "
                   f"reads (device events: {what}); only the host side is analysed",
                   {"unread_events": sum(unread.values())})
+
+
+def _no_host_side(ctx: FindingContext):
+    """GPU steps with no verdict: mostly idle, and the trace has no host side to say why."""
+    blind = [s for s in ctx.profile.steps
+             if s.window is not None and s.window.window_us > 0 and not host_side(s)]
+    if not blind:
+        return
+    idle = sum(s.window.host_wait_us for s in blind)
+    window = sum(s.window.window_us for s in blind)
+    yield Finding(Code.NO_VERDICT, Severity.WARNING,
+                  f"no verdict: the trace has device activities but no host side ({len(blind)} "
+                  f"step(s) with no runtime calls and no launch linked to their "
+                  f"{sum(s.n_kernels for s in blind)} activities); the device was idle "
+                  f"{duration(idle)} of {duration(window)} ({idle / window:.0%}) and why (the "
+                  "host, a sync, another device) cannot be told from this trace",
+                  {"steps": len(blind), "idle_us": idle, "window_us": window})
 
 
 def dominant_kernel(ctx: FindingContext):

@@ -32,7 +32,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.SYNC_BOUND: ("the host blocks on syncs for half the step", "matmul"),
     Code.DATA_BOUND: ("the step waits on its DataLoader", "fusebench"),
     Code.INIT_BOUND: ("one-time set-up calls dominate the step", "matmul"),
-    Code.NO_VERDICT: ("a host-only trace: the device's activities are missing", "fusebench"),
+    Code.NO_VERDICT: ("a trace missing one side: the device's activities, or the host's calls "
+                      "behind a mostly idle device", "fusebench"),
     Code.STEPS_DIFFER: ("the profiled steps disagree on their verdict", "matmul"),
     Code.DOMINANT_KERNEL: ("one kernel takes most of the device time", "matmul"),
     Code.COMM_SHARE: ("the share of device time in collectives", "fusebench"),

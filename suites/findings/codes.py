@@ -14,7 +14,7 @@ class Code(StrEnum):
     SYNC_BOUND = "sync_bound"
     DATA_BOUND = "data_bound"
     INIT_BOUND = "init_bound"
-    NO_VERDICT = "no_verdict"  # a host-only trace: the device's activities are missing
+    NO_VERDICT = "no_verdict"  # a trace without the device's activities, or without the host's
     # what else a step shows (bounds.py)
     STEPS_DIFFER = "steps_differ"
     DOMINANT_KERNEL = "dominant_kernel"

@@ -6,6 +6,7 @@ import re
 
 from suites.findings.codes import Code, Severity
 from suites.findings.core import Finding, FindingContext
+from suites.findings.verdict import duration
 from suites.profiling.op_kinds import FUSED_KERNEL, METADATA_OPS, SDPA_BACKEND_OPS
 
 # cuBLAS/CUTLASS single-precision GEMMs run on CUDA cores, not tensor cores.
@@ -21,13 +22,13 @@ def metadata_ops(ctx: FindingContext):
     if not meta:
         return
     host, runtime, setup = _metadata_host_us(ctx.profile)
-    inside = (f" ({runtime:.1f} us of it in runtime calls they made, such as cudaMalloc)"
+    inside = (f" ({duration(runtime)} of it in runtime calls they made, such as cudaMalloc)"
               if runtime >= 0.05 * host and runtime > 0 else "")
-    left_out = (f" (the {setup:.1f} us of one-time set-up calls made inside them, CUDA's lazy "
+    left_out = (f" (the {duration(setup)} of one-time set-up calls made inside them, CUDA's lazy "
                 "initialisation, are left out: that is not these ops' cost)" if setup > 0 else "")
     top = ", ".join(f"{name} x{n:g}" for name, n in sorted(meta.items(), key=lambda kv: -kv[1])[:4])
     yield Finding(Code.METADATA_OPS, Severity.INFO,
-                  f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost {host:.1f} us of "
+                  f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost {duration(host)} of "
                   f"host time{inside} and no device time: views, transposes and allocations"
                   f"{left_out}",
                   {"ops_per_call": sum(meta.values()), "host_us": host, "runtime_us": runtime,

@@ -16,7 +16,9 @@ A GPU step is judged in its device window W (suites/profiling/step_window.py):
 A CPU step (the device is the CPU: compute ops are its kernels) is judged in its span: the
 largest of the compute ops' self time (CPU compute), host collectives, data loading, set-up
 calls and the rest (overhead: Python and dispatch). A host-only trace (a device whose activities
-the trace lacks) gets no verdict. Every step gets exactly one code of PRIMARY_CODES.
+the trace lacks) gets no verdict, nor a GPU step mostly idle whose host side the trace lacks (no
+runtime calls, no launches linked): why the device waited cannot be told. Every step with a
+verdict gets exactly one code of PRIMARY_CODES.
 """
 from __future__ import annotations
 
@@ -87,6 +89,8 @@ def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
     w = step.window
     if w is None or w.window_us <= 0:
         return None
+    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us and not host_side(step):
+        return None  # idle, and no launch to say whether the host or something else held it
     device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
               "memory copies": w.exposed_memcpy_us}
     timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
@@ -103,6 +107,13 @@ def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
             return _verdict(HOST, parts, w.window_us, ("sync",))
         return _verdict(DEVICE, parts, w.window_us, ("waiting",))
     return _verdict(DEVICE, {**device, **timing}, w.window_us, tuple(device))
+
+
+def host_side(step: StepMetrics) -> bool:
+    """Whether the trace shows the host's side of a GPU step: its runtime calls, or launches
+    linked to its activities. A trace of device activities alone (a GPU-only export) shows
+    when the device was idle, never why."""
+    return bool(step.runtime) or step.unlinked < step.n_kernels
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,8 @@ class StepMetrics:
         if self.wall_us <= 0:
             return float("nan")
         busy = self.window.busy_us if self.window is not None else self.device_us
-        return min(1.0, busy / self.wall_us)
+        # No device figure (a host-only trace): no share either; min() would make NaN 1.0.
+        return min(1.0, busy / self.wall_us) if busy == busy else float("nan")
 
     @property
     def launch_delay_us(self) -> float:
@@ -153,8 +154,10 @@ def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
         return _outermost(steps)
     everything = trace.cpu_ops + trace.annotations + trace.runtime + trace.device
     if not everything:
+        why = "; ".join(f"{n} {problem}" for problem, n in trace.skipped.items())
         raise TraceFormatError(f"{trace.path}: no cpu ops, annotations, runtime calls or device "
-                               "activities: nothing to analyse")
+                               "activities: nothing to analyse"
+                               + (f" (events left out: {why})" if why else ""))
     start = min(e.ts for e in everything)
     end = max(e.end for e in everything)
     return [Event(WHOLE_TRACE, "", start, end - start, None, None, None, None, None)]

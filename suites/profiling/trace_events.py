@@ -98,6 +98,7 @@ class Trace:
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     n_events: int = 0
     skipped: dict = field(default_factory=dict)  # why -> events left out as malformed
+    skipped_device: dict = field(default_factory=dict)  # why -> how many of them were activities
     # category -> complete events of a category the analysis does not read (python_function,
     # cuda_profiler_range, another accelerator's activities...): reported, never silently lost
     other_categories: dict = field(default_factory=dict)
@@ -241,11 +242,15 @@ def _array_batches(reader: _Reader) -> Iterator[list]:
 
 def _raw_batches(path, meta: dict | None) -> Iterator[list]:
     path = Path(path)
+    if path.is_dir():
+        raise TraceFormatError(f"{path}: a directory, not a trace file")
     if not path.is_file():
         raise TraceFormatError(f"{path}: no such file")
     with _open_text(path) as stream:
         reader = _Reader(stream, str(path))
         first = reader.peek()
+        if not first:
+            raise TraceFormatError(f"{path}: the file is empty")
         if first == "[":  # the bare-array form of the Chrome trace format
             yield from _array_batches(reader)
             return
@@ -281,15 +286,50 @@ def _number(value, default=None):
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
 
-def _problem(ts, dur) -> str | None:
-    """Why an event's times cannot be used, or None."""
+def _problem(ts, dur) -> str:
+    """Why a complete event's raw `ts` and `dur` cannot be used. A missing duration is not 0:
+    counted as 0, a kernel would vanish from the device's busy time without a word."""
     if ts is None:
         return "no timestamp"
+    if _number(ts) is None:
+        return "a timestamp that is not a number"
+    if dur is None:
+        return "no duration"
+    if _number(dur) is None:
+        return "a duration that is not a number"
     if not math.isfinite(ts) or not math.isfinite(dur):
         return "a time that is not finite"
-    if dur < 0:
-        return "negative duration"
-    return None
+    return "negative duration"
+
+
+def _hashable(value):
+    """A pid or tid as a set key: a malformed trace may give a list or an object."""
+    return value if value is None or type(value) in (int, str, float) else repr(value)
+
+
+DUPLICATE = "an exact copy of an earlier event (same name, category, times, thread and ids)"
+
+
+def _drop_copies(events: list[Event], skipped: dict, skipped_device: dict | None) -> list[Event]:
+    """`events` (sorted by start) without exact copies: a trace merged twice, or written by a
+    tool that repeats events, would count each kernel, copy and op again. Copies share a start
+    and a duration, so only events with equal (ts, dur), adjacent after sorting, are compared."""
+    kept: list[Event] = []
+    run_key, seen = None, set()
+    for event in events:
+        times = (event.ts, event.dur)
+        if times != run_key:
+            run_key, seen = times, set()
+        key = (event.name, event.cat, _hashable(event.pid), _hashable(event.tid), event.corr,
+               event.ext)
+        if key in seen:
+            skipped[DUPLICATE] = skipped.get(DUPLICATE, 0) + 1
+            if skipped_device is not None:
+                skipped_device[DUPLICATE] = skipped_device.get(DUPLICATE, 0) + 1
+            continue
+        seen.add(key)
+        kept.append(event)
+    return kept
 
 
 def read_trace(path) -> Trace:
@@ -334,6 +374,7 @@ def _read_events(path, trace: Trace) -> None:
     ids: dict = {}
     infos: dict = {}  # event_args.py's tuples, shared
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
+    device, skipped_device = trace.device, trace.skipped_device
     isfinite, numbers = math.isfinite, _NUMBER_TYPES
     for batch in _raw_batches(path, trace.meta):
         trace.n_events += len(batch)
@@ -361,12 +402,13 @@ def _read_events(path, trace: Trace) -> None:
                         and name.endswith(_PROFILER_FRAME_END) and _PROFILER_FRAME.search(name)):
                     continue
                 bucket = trace.profiler_frames  # counted above too: a python_function event
-            ts, dur = raw.get("ts"), raw.get("dur", 0.0)
-            if not (type(ts) in numbers and type(dur) in numbers):
-                ts, dur = _number(ts), _number(raw.get("dur"), 0.0)
-            if ts is None or not (isfinite(ts) and isfinite(dur)) or dur < 0:
+            ts, dur = raw.get("ts"), raw.get("dur")
+            if not (type(ts) in numbers and type(dur) in numbers and isfinite(ts)
+                    and isfinite(dur) and dur >= 0):
                 problem = _problem(ts, dur)  # left out, and counted: a reader is told why
                 skipped[problem] = skipped.get(problem, 0) + 1
+                if bucket is device:
+                    skipped_device[problem] = skipped_device.get(problem, 0) + 1
                 continue
             args = raw.get("args")
             if type(args) is dict:
@@ -391,6 +433,8 @@ def _read_events(path, trace: Trace) -> None:
             if (cat == "kernel" or interned in GEMM_OPS) and type(args) is dict:
                 event.info = event_info(cat, interned, args, infos)
             bucket.append(event)
-    for events in (trace.cpu_ops, trace.annotations, trace.runtime, trace.device,
-                   trace.overhead, trace.profiler_frames):
+    for name in ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames"):
+        events = getattr(trace, name)
         events.sort(key=lambda e: (e.ts, -e.dur))  # a parent before its child at equal starts
+        setattr(trace, name, _drop_copies(events, skipped,
+                                          skipped_device if name == "device" else None))
