@@ -96,11 +96,10 @@ def _remove(path: Path) -> None:
 
 
 def _given_run_dir(argv: list[str]) -> str | None:
-    """The value of a `hydra.run.dir=` override, if the command line has one."""
-    for arg in argv:
-        if arg.startswith("hydra.run.dir="):
-            return arg.partition("=")[2]
-    return None
+    """The value of a `hydra.run.dir=` override, if the command line has one; the last one
+    where it has several, as Hydra takes it."""
+    given = [arg.partition("=")[2] for arg in argv if arg.startswith("hydra.run.dir=")]
+    return given[-1] if given else None
 
 
 def resume_args(folder: Path, args: list[str], key: str = "hydra.run.dir") -> list[str]:

@@ -66,6 +66,9 @@ def _out_dir(out: Path | None) -> Path:
 
 def compare(args) -> Path:
     rule = _rule(args)
+    if Path(args.run_a).resolve() == Path(args.run_b).resolve():
+        raise ConfigError(f"{args.run_a}: A and B are the same folder: its rows would agree "
+                          "with themselves; an A/A check compares two runs of one config")
     side_a, side_b = load_side(args.run_a, "A"), load_side(args.run_b, "B")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out}: exists and is not a folder")

@@ -87,15 +87,44 @@ def _not_numbers(file: Path, frame: pd.DataFrame) -> int:
         return 0
     columns = NUMBERS.get(file.name) or (numeric(raw.columns) if file.name == MEASUREMENTS_CSV
                                          else ())
-    return sum(int((raw[c].str.strip() != "").sum() - frame[c].notna().sum())
+    # Counted on the text itself: a number the reader then rejected (run_folders' impossible
+    # values) is said apart, not here.
+    return sum(int(((raw[c].str.strip() != "")
+                    & pd.to_numeric(raw[c], errors="coerce").isna()).sum())
                for c in columns if c in raw and c in frame)
 
 
-def read_env(folder: Path) -> dict:
+# The env.json keys readers use and the JSON type each must have; a key of another type (an
+# edited or garbled file) is left out, as if not recorded, and the banner says so.
+ENV_TYPES = {"timing": dict, "rounds": dict, "peaks": dict, "peak_probes": list,
+             "reference": dict, "suite": str, "device": str, "created": str, "gpu": str,
+             "cpu": str, "threads": int}
+
+
+def env_checked(folder: Path) -> tuple[dict, str | None]:
+    """env.json's keys of the right type, and what was wrong with the file (None: nothing,
+    or no file: table_problems names that)."""
+    file = Path(folder) / ENV
     try:
-        return json.loads((Path(folder) / ENV).read_text())
-    except (OSError, ValueError):
-        return {}
+        env = json.loads(file.read_text())
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError) as exc:
+        return {}, f"{file}: not readable JSON ({type(exc).__name__}): machine, versions and " \
+                   "peaks unknown"
+    if not isinstance(env, dict):
+        return {}, f"{file}: a JSON {type(env).__name__}, not an object: machine, versions " \
+                   "and peaks unknown"
+    wrong = [k for k, kind in ENV_TYPES.items() if k in env and env[k] is not None
+             and not (isinstance(env[k], kind) and not isinstance(env[k], bool))]
+    if not wrong:
+        return env, None
+    return {k: v for k, v in env.items() if k not in wrong}, \
+        f"{file}: {', '.join(wrong)} of the wrong type (edited or garbled): left out"
+
+
+def read_env(folder: Path) -> dict:
+    return env_checked(folder)[0]
 
 
 def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -> RunFiles:
@@ -114,6 +143,7 @@ def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None,
     when the run wrote them whole, values that are not numbers, rows twice, files missing.
     `read`: the other tables the caller read (file name -> frame), checked the same way."""
     folder, problems = Path(folder), []
+    state = state if isinstance(state, dict) else None
     complete = bool(state) and state.get("state") == "complete"
     counted = (state or {}).get("rows") or {}
     tables = {MEASUREMENTS_CSV: measurements, **(read or {})}
@@ -129,14 +159,29 @@ def table_problems(folder: Path, measurements: pd.DataFrame, state: dict | None,
         if bad := _not_numbers(file, frame):
             problems.append(f"{file}: {bad} value(s) in numeric columns are not numbers "
                             "(garbled): read as missing")
-        expected = counted[name] if name in counted else (
-            (state or {}).get("done") if name == MEASUREMENTS_CSV else None)
-        if complete and expected is not None and len(frame) != expected:
+        expected = counted.get(name) if isinstance(counted, dict) else None
+        if expected is None and name == MEASUREMENTS_CSV:
+            expected = (state or {}).get("done")
+        if not complete or expected is None:
+            continue
+        if not isinstance(expected, int) or isinstance(expected, bool):
+            problems.append(f"{folder / RUN_JSON}: its row count for {name} is not a whole "
+                            "number (edited or garbled): the rows cannot be checked")
+        elif len(frame) != expected:
             problems.append(f"{file}: holds {len(frame)} rows where run.json counted {expected} "
                             "written: cut or edited")
     twice = int(measurements.duplicated(list(KEY)).sum()) if set(KEY) <= set(measurements) else 0
     if twice:
         problems.append(f"{folder}: {twice} row(s) of {MEASUREMENTS_CSV} are there twice")
+    if state is None and (folder / RUN_JSON).is_file():
+        problems.append(f"{folder / RUN_JSON}: garbled (not a JSON object): whether the run "
+                        "completed is unknown")
+    elif state is None:
+        problems.append(f"{folder}: no {RUN_JSON}: whether the run completed is unknown")
+    if env_problem := env_checked(folder)[1]:
+        problems.append(env_problem)
+    if impossible := measurements.attrs.get("impossible"):
+        problems.append(f"{folder / MEASUREMENTS_CSV}: {impossible}: read as missing")
     for name in (ENV, FINDINGS_CSV):
         if not (folder / name).is_file():
             problems.append(f"{folder}: no {name} (machine, versions and peaks unknown)"

@@ -4,6 +4,8 @@ engine owns its own spec type (TimingSpec in harness/timing.py, ProfileSpec in
 profiling/capture.py); this module only builds them from the config."""
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -203,10 +205,12 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
                               "cores this process may use; accepted: 1 to "
                               f"{usable_cores()}, or auto")
     budget = cfg.get("budget_s")
-    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or not budget > 0 \
+            or math.isinf(budget):
         raise ConfigError(f"timing.budget_s: {budget!r} is not a positive number of seconds")
     limit = cfg.get("case_timeout_s", 0)
-    if not isinstance(limit, (int, float)) or isinstance(limit, bool) or limit < 0:
+    if not isinstance(limit, (int, float)) or isinstance(limit, bool) or not limit >= 0 \
+            or math.isinf(limit):  # nan would pass every comparison and switch the limit off
         raise ConfigError(f"timing.case_timeout_s: {limit!r} is not a number of seconds (0: no "
                           "limit)")
     spec = TimingSpec(
@@ -225,13 +229,24 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
     return spec
 
 
+MAX_ACTIVE = 100  # profile=many takes 20 active steps; 100,000 grew past 5 GB
+MAX_SEED = 2**32 - 1  # what every seeded generator accepts (numpy's is the narrowest)
+
+
+def _at_most(value: int, most: int, key: str, why: str) -> int:
+    if value > most:
+        raise ConfigError(f"{key}: {value} is more than {most} ({why})")
+    return value
+
+
 def profile_spec(cfg: Mapping) -> ProfileSpec:
     check_keys(cfg, "profile")
     return ProfileSpec(
         enabled=boolean(cfg.get("enabled", True), "profile.enabled"),
         wait=non_negative_int(cfg.get("wait", 1), "profile.wait"),
         warmup=non_negative_int(cfg.get("warmup", 1), "profile.warmup"),
-        active=positive_int(cfg.get("active", 3), "profile.active"),
+        active=_at_most(positive_int(cfg.get("active", 3), "profile.active"), MAX_ACTIVE,
+                        "profile.active", "every event of the active steps is held in memory"),
         record_shapes=boolean(cfg.get("record_shapes", True), "profile.record_shapes"),
         row_limit=positive_int(cfg.get("row_limit", 25), "profile.row_limit"),
     )
@@ -242,8 +257,8 @@ def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
     check_keys(cfg, "config")
     device = resolve_device(cfg.get("device", "auto"))
     seed = cfg.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed: {seed!r} is not a non-negative integer")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed: {seed!r} is not an integer from 0 to {MAX_SEED}")
     return RunSpec(
         suite=suite_spec(_require(cfg, "suite", "config"), device),
         device=device,

@@ -111,6 +111,12 @@ def test_device_cuda_without_gpu_is_a_clear_error():
     ("timing.threads=1000", r"timing.threads: 1000 is more than the \d+ cores this process may use"),
     ("timing.case_timeout_s=abc", r"timing.case_timeout_s: 'abc' is not a number of seconds"),
     ("timing.case_timeout_s=-5", r"timing.case_timeout_s: -5 is not a number of seconds"),
+    # nan passes every comparison: a nan budget would sample to max_samples, a nan limit none.
+    ("timing.budget_s=nan", r"timing.budget_s: nan is not a positive number"),
+    ("timing.budget_s=inf", r"timing.budget_s: inf is not a positive number"),
+    ("timing.case_timeout_s=nan", r"timing.case_timeout_s: nan is not a number of seconds"),
+    ("profile.active=100000", r"profile.active: 100000 is more than 100 \(every event"),
+    ("seed=99999999999999999999", r"seed: 99999999999999999999 is not an integer from 0 to"),
 ])
 def test_bad_values_name_the_key_and_the_accepted_values(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -2,6 +2,7 @@
 files is refused, nothing the run did not create is ever deleted, and a report links only to
 files inside its run folder."""
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -53,6 +54,9 @@ def test_a_run_dir_under_a_file_or_proc_is_one_line(tmp_path):
     (tmp_path / "file").write_text("")
     one_line_error(run_suite(f"hydra.run.dir={tmp_path / 'file' / 'run'}"), "is a file")
     one_line_error(run_suite("hydra.run.dir=/proc/fusebench"), "kernel filesystem")
+    # Given twice, Hydra takes the last: so does the check.
+    one_line_error(run_suite(f"hydra.run.dir={tmp_path / 'fine'}", "hydra.run.dir=/proc/x"),
+                   "kernel filesystem")
 
 
 def test_reports_link_only_to_files_inside_the_run_folder():
@@ -219,6 +223,78 @@ def test_readers_name_a_sample_table_cut_or_garbled(small_run, tmp_path):
     rows.to_csv(garbled / "measurements.csv", index=False)
     assert any("measurements.csv: 1 value(s) in numeric columns are not numbers" in p
                for p in read_run(garbled, samples=False).problems)
+
+
+def _damaged(small_run, folder, damage):
+    shutil.copytree(small_run, folder)
+    damage(folder)
+    return folder
+
+
+def _edit_rows(change):
+    def damage(folder):
+        rows = pd.read_csv(folder / "measurements.csv")
+        change(rows)
+        rows.to_csv(folder / "measurements.csv", index=False)
+    return damage
+
+
+def _append_first_row(file):
+    text = file.read_text()
+    file.write_text(text + text.splitlines(keepends=True)[1])
+
+
+# Damage a reader must name in the banner, never crash on nor show as a number.
+DAMAGE = {
+    "env.json a list": (lambda f: (f / "env.json").write_text("[1, 2]"),
+                        "env.json: a JSON list, not an object"),
+    "env.json cut": (lambda f: (f / "env.json").write_text('{"device": "cp'),
+                     "env.json: not readable JSON"),
+    "env timing a string": (lambda f: (f / "env.json").write_text('{"timing": "quick", '
+                                                                   '"rounds": [1]}'),
+                            "env.json: timing, rounds of the wrong type"),
+    "run.json a list": (lambda f: (f / "run.json").write_text("[]"),
+                        "run.json: garbled (not a JSON object)"),
+    "run.json gone": (lambda f: (f / "run.json").unlink(), "no run.json"),
+    "negative median": (_edit_rows(lambda r: r.__setitem__("median_us", -5.0)),
+                        "2 impossible value(s) in median_us"),
+    "interval upside down": (_edit_rows(lambda r: r.__setitem__("speedup_low", 9.0)),
+                             "speedup interval upside down in 2 row(s)"),
+    "a row twice": (lambda f: _append_first_row(f / "measurements.csv"),
+                    "1 row(s) of measurements.csv are there twice"),
+    "findings of another tool": (lambda f: (f / "findings.csv").write_text("a,b\n1,2\n"),
+                                 "findings.csv: no column(s) suite, case_id"),
+    "kernels.csv gone": (lambda f: (f / "kernels.csv").unlink(), None),
+    "a variant this version lacks": (_edit_rows(lambda r: r.__setitem__("variant", ["eager",
+                                                                                   "zzz"])),
+                                     None),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGE))
+def test_a_damaged_run_folder_is_reported_with_the_damage_named(small_run, tmp_path, name):
+    damage, said = DAMAGE[name]
+    folder = _damaged(small_run, tmp_path / "run", damage)
+    page = write_report(folder).read_text()
+    assert said is None or said in page, said
+    assert "-5" not in page.split("Results (status ok)")[1].split("</table>")[0]
+
+
+@pytest.mark.parametrize("column, message", [("M", "missing column(s) M of matmul_add"),
+                                             ("median_us", "missing column(s) median_us")])
+def test_a_run_folder_without_a_column_it_needs_is_one_line(small_run, tmp_path, column,
+                                                            message):
+    from suites.errors import ConfigError
+    folder = _damaged(small_run, tmp_path / "run",
+                      _edit_rows(lambda r: r.pop(column)))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        write_report(folder)
+
+
+def test_compare_refuses_one_folder_as_both_sides(small_run, capsys):
+    from suites.compare import main as compare
+    assert compare([str(small_run), str(small_run) + "/"]) == 2
+    assert "A and B are the same folder" in capsys.readouterr().err
 
 
 def test_a_case_past_its_time_limit_is_failed_rows_and_exit_1(tmp_path):

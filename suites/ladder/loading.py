@@ -180,11 +180,17 @@ def load(path: Path) -> Collection:
     order = {str(run.path): i for i, run in enumerate(runs)}
     rows, dropped = _deduplicate(pd.concat([r for _, r in loaded], ignore_index=True), order)
     rows = with_columns(rows, USED)
+    # A suite this version does not know (an edited row, or a suite since removed): its rows
+    # have no parameters, baseline or ladder place to be read with; left out, and said.
+    known = rows["suite"].isin(registry.op_names())
+    unknown = [f"{n} row(s) of suite {suite!r}, not a suite of this version of fusebench: "
+               "left out" for suite, n in rows.loc[~known, "suite"].value_counts().items()]
+    rows = rows[known].reset_index(drop=True)
     suites = _suites(rows, runs)
     speedups = _speedups(rows, {n: s.baseline for n, s in suites.items()})
     rows[list(speedups.columns)] = speedups
     rows["choice"] = _choices(rows, suites)
-    return Collection(path, runs, rows, dropped, suites, sweep_problems(path))
+    return Collection(path, runs, rows, dropped, suites, unknown + sweep_problems(path))
 
 
 def machines(collection: Collection) -> list[str]:

@@ -23,10 +23,10 @@ from suites.report import hotspots, op_trees
 from suites.report.plots import answer as plot_answer
 from suites.report.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
-from suites.results.columns import Status, headers
+from suites.results.columns import KEY, Status, headers
 from suites.findings.codes import BOUND_CODES, CHANGE_CODES
-from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, read_kernels, read_measurements,
-                                   with_columns)
+from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, MEASUREMENTS_CSV, read_kernels,
+                                   read_measurements, with_columns)
 
 # rounds, GB/s, the modelled bytes and the profile's device ratio (its finding says when it
 # disagrees) stay in measurements.csv: the table must fit 1400 px with the GPU-only columns
@@ -62,7 +62,11 @@ def _measured_section(op: Op, frame: pd.DataFrame) -> str:
     """The block, and each variant of the run with what it runs."""
     items = []
     for name in dict.fromkeys(frame["variant"]):
-        variant = registry.get_variant(op.name, name)
+        try:
+            variant = registry.get_variant(op.name, name)
+        except registry.UnknownNameError:  # a row edited in, or a variant since removed
+            items.append(f"{name}: not a variant of {op.name} in this version of fusebench")
+            continue
         items.append(f"{name} ({variant.family}): {variant.description}")
     cases = frame["case_id"].nunique()
     return (f"<p>{html.escape(op.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
@@ -121,12 +125,23 @@ def write_report(run_dir: Path) -> Path:
         findings = pd.read_csv(run_dir / FINDINGS_CSV)
     except (FileNotFoundError, *CSV_ERRORS):  # said in the banner (table_problems)
         findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
+    if lacking := [c for c in FINDINGS_TABLE if c not in findings.columns]:
+        problems.append(f"{run_dir / FINDINGS_CSV}: no column(s) {', '.join(lacking)} (edited "
+                        "or from another tool): its findings are left out")
+        findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
     env = read_env(run_dir)
     suite = env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
     try:
         op = registry.get_op(suite)
     except registry.UnknownNameError as exc:
         raise ConfigError(f"{run_dir}: {exc}") from None
+    if frame.empty:
+        raise ConfigError(f"{run_dir / MEASUREMENTS_CSV}: no rows: nothing to report")
+    if lacking := [c for c in ("variant", "family", "dtype", *op.params) if c not in frame]:
+        raise ConfigError(f"{run_dir / MEASUREMENTS_CSV}: missing column(s) {', '.join(lacking)} "
+                          f"of {op.name}")
+    # A row there twice (the banner says so): the later one is the one the run wrote last.
+    frame = frame.drop_duplicates(list(KEY), keep="last").reset_index(drop=True)
     # A 2-D case of an op with a batch axis has no B column value: it is B=1 (kernels/base.py).
     frame = frame.assign(**{p: frame[p].fillna(d) for p, d in op.optional.items() if p in frame})
     params = op.columns(frame)

@@ -74,9 +74,10 @@ class RunState:
 def read_state(folder: Path) -> dict | None:
     """run.json of a run folder; None for a run from before it existed, or one unreadable."""
     try:
-        return json.loads((Path(folder) / RUN_JSON).read_text())
+        state = json.loads((Path(folder) / RUN_JSON).read_text())
     except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) else None  # a list or a string: garbled
 
 
 def append(path: Path, frame: pd.DataFrame) -> None:

@@ -83,20 +83,55 @@ def read_measurements(folder: Path, required: Sequence[str] = ()) -> pd.DataFram
         frame = pd.read_csv(file)
     except CSV_ERRORS as exc:
         raise ConfigError(f"{file}: not a readable CSV ({exc})") from None
-    wanted = list(dict.fromkeys([*KEY, "status", *required]))
+    wanted = list(dict.fromkeys([*KEY, "status", "median_us", *required]))
     missing = [c for c in wanted if c not in frame.columns]
     if missing:
         raise ConfigError(f"{file}: missing column(s) {', '.join(missing)}")
-    unknown = sorted(set(frame["status"].astype(str)) - {s.value for s in Status})
+    frame["status"] = frame["status"].fillna("(empty)").astype(str)
+    unknown = sorted(set(frame["status"]) - {s.value for s in Status})
     if unknown:
         raise ConfigError(f"{file}: unknown status value(s) {', '.join(unknown)}; accepted: "
                           f"{', '.join(s.value for s in Status)}")
     for name in numeric(frame.columns):
         frame[name] = pd.to_numeric(frame[name], errors="coerce")
+    if impossible := _drop_impossible(frame):
+        frame.attrs["impossible"] = impossible  # said in the readers' banner (run_folders.py)
     # Empty for ok rows (and absent in the oldest runs): "" rather than NaN, so it reads as text.
     reasons = frame["reason"] if "reason" in frame else [None] * len(frame)
     frame["reason"] = ["" if pd.isna(v) else str(v) for v in reasons]
     return frame
+
+
+# Times no measurement can give: a call takes more than 0 us and less than forever; a speedup is
+# a ratio of two such times. Any other value was edited or garbled.
+_POSITIVE = ("median_us", "min_us", "p10_us", "p90_us", "speedup", "speedup_low", "speedup_high",
+             "kernel_speedup")
+# Times that may be 0 (no device work seen) but never below. Not launch_delay_us (a kernel may
+# start before its launch call returns) nor exposed_overhead_us (a difference).
+_NOT_NEGATIVE = ("kernel_us", "host_us", "device_us", "launch_api_us")
+
+
+def _drop_impossible(frame: pd.DataFrame) -> str:
+    """Values no run writes (a negative or infinite time, a median of 0, a speedup of 0 or
+    below, a speedup interval upside down) become missing; returns what was found, in words ("" if nothing)."""
+    import numpy as np
+
+    found = {}
+    for name in [c for c in frame.columns if c in _POSITIVE or c in _NOT_NEGATIVE]:
+        values = frame[name]
+        if not pd.api.types.is_numeric_dtype(values):
+            continue
+        bad = np.isinf(values) | (values <= 0 if name in _POSITIVE else values < 0)
+        if bad.any():
+            found[name] = int(bad.sum())
+            frame.loc[bad, name] = np.nan
+    if {"speedup_low", "speedup_high"} <= set(frame.columns):
+        upside = frame["speedup_low"] > frame["speedup_high"]
+        if upside.any():
+            found["speedup interval upside down"] = int(upside.sum())
+            frame.loc[upside, ["speedup_low", "speedup_high"]] = np.nan
+    return "; ".join(f"{n} impossible value(s) in {c}" if not c.startswith("speedup interval")
+                     else f"{c} in {n} row(s)" for c, n in found.items())
 
 
 def read_kernels(folder: Path) -> pd.DataFrame:
@@ -105,9 +140,9 @@ def read_kernels(folder: Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(Path(folder) / KERNELS_CSV)
     except (FileNotFoundError, *CSV_ERRORS):
-        return pd.DataFrame(columns=list(KERNEL_COLUMNS))
+        frame = pd.DataFrame(columns=list(KERNEL_COLUMNS))
     if not set(KERNEL_COLUMNS) - set(KERNEL_DETAIL_COLUMNS) <= set(frame.columns):
-        return pd.DataFrame(columns=list(KERNEL_COLUMNS))
+        frame = pd.DataFrame(columns=list(KERNEL_COLUMNS))
     # A run from before the detail columns: they are there, empty.
     frame = frame.assign(**{c: None for c in KERNEL_DETAIL_COLUMNS if c not in frame.columns})
     for name in ("calls_per_call", "total_us_per_call", "mean_us") + _KERNEL_NUMBERS:
