@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from dataclasses import replace
@@ -21,8 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from suites.cli_checks import check_group_choices
-from suites.hydra_sweep import (SweepManifest, check_syntax, fixed_overrides, planned_jobs,
-                                sweep_params)
+from suites.hydra_sweep import (SweepManifest, check_syntax, fixed_overrides,
+                                is_hydra_override, planned_jobs, sweep_params)
 from suites.errors import ConfigError
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, preempted, stop_on_signals
@@ -44,6 +45,31 @@ CONF_DIR = Path(__file__).resolve().parent / "conf"
 MULTIRUN_FLAGS = ("-m", "--multirun")
 
 
+def compose_problem(exc: Exception) -> str:
+    """Hydra's compose error in one line: an override of a key the config lacks names the key
+    (Hydra's text suggests `+key=...`, which the strict config then refuses)."""
+    text = str(exc).strip()
+    missing = re.match(r"Could not override '([^']+)'", text)
+    if missing:
+        return f"{missing.group(1)}: unknown key: not in the config (conf/)"
+    cause = str(exc.__cause__ or "").strip()  # "Cannot merge DictConfig with ListConfig"
+    first = text.splitlines()[0] if text else repr(exc)
+    return f"{first}: {cause.splitlines()[0]}" if cause else first
+
+
+def check_overrides(argv: list[str], conf_dir: Path) -> None:
+    """A single run's overrides compose, or one line before Hydra (its own error is a block of
+    text and exit 1). A multirun's are checked job by job (check_multirun)."""
+    if any(flag in argv for flag in MULTIRUN_FLAGS):
+        return
+    args = [a for a in argv if not a.startswith("-") and "=" in a and not is_hydra_override(a)]
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):
+        try:
+            compose("config", overrides=args)
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise ConfigError(compose_problem(exc)) from None
+
+
 def check_multirun(argv: list[str], conf_dir: Path) -> None:
     if not any(flag in argv for flag in MULTIRUN_FLAGS):
         return
@@ -53,13 +79,16 @@ def check_multirun(argv: list[str], conf_dir: Path) -> None:
                               return_hydra_config=True)
             jobs = planned_jobs(argv, sweep_params(primary))
         except (HydraException, OmegaConfBaseException) as exc:
-            raise ConfigError(f"multirun: {str(exc).strip().splitlines()[0]}") from None
+            raise ConfigError(f"multirun: {compose_problem(exc)}") from None
         for number, overrides in enumerate(jobs):
             try:
                 cfg = compose("config", overrides=overrides)
                 build_run_spec(OmegaConf.to_container(cfg, resolve=True), Path("unused"))
-            except (ConfigError, HydraException, OmegaConfBaseException) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            except ConfigError as exc:
+                raise ConfigError(f"multirun job {number} of {len(jobs)} "
+                                  f"({' '.join(overrides)}): {exc}") from None
+            except (HydraException, OmegaConfBaseException) as exc:
+                first = compose_problem(exc)
                 raise ConfigError(f"multirun job {number} of {len(jobs)} "
                                   f"({' '.join(overrides)}): {first}") from None
 
@@ -95,10 +124,10 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _given_run_dir(argv: list[str]) -> str | None:
-    """The value of a `hydra.run.dir=` override, if the command line has one; the last one
-    where it has several, as Hydra takes it."""
-    given = [arg.partition("=")[2] for arg in argv if arg.startswith("hydra.run.dir=")]
+def _given_run_dir(argv: list[str], key: str = "hydra.run.dir") -> str | None:
+    """The value of a `hydra.run.dir=` (or `key=`) override, if the command line has one; the
+    last one where it has several, as Hydra takes it."""
+    given = [arg.partition("=")[2] for arg in argv if arg.startswith(f"{key}=")]
     return given[-1] if given else None
 
 
@@ -108,23 +137,23 @@ def resume_args(folder: Path, args: list[str], key: str = "hydra.run.dir") -> li
     return [shlex.quote(a) for a in kept + ["resume=true", f"{key}={folder}"]]
 
 
-def check_run_dir_creatable(given: str | None) -> None:
+def check_run_dir_creatable(given: str | None, key: str = "hydra.run.dir") -> None:
     """Before Hydra makes the folder (its own error is a traceback): the nearest existing
-    folder above it must be a writable folder."""
+    folder above it must be a writable folder. `key`: hydra.run.dir or hydra.sweep.dir."""
     if given is None:
         return
     if not given.strip():  # Hydra would put the run in the current folder, among its files
-        raise ConfigError("hydra.run.dir: empty; give a folder for the run (or leave it out for "
+        raise ConfigError(f"{key}: empty; give a folder for the run (or leave it out for "
                           "results/<suite>/<time>)")
     path = Path(given).absolute()
     while not path.exists():
         path = path.parent
     if not path.is_dir():
-        raise ConfigError(f"hydra.run.dir={given}: {path} is a file, not a folder")
+        raise ConfigError(f"{key}={given}: {path} is a file, not a folder")
     if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigError(f"hydra.run.dir={given}: cannot write under {path}")
+        raise ConfigError(f"{key}={given}: cannot write under {path}")
     if str(path).startswith(("/proc", "/sys")):
-        raise ConfigError(f"hydra.run.dir={given}: {path} is a kernel filesystem, not a folder "
+        raise ConfigError(f"{key}={given}: {path} is a kernel filesystem, not a folder "
                           "for results")
 
 
@@ -255,7 +284,10 @@ def cli() -> None:
     try:
         check_syntax(sys.argv[1:])
         check_group_choices(sys.argv[1:], CONF_DIR)
+        check_overrides(sys.argv[1:], CONF_DIR)
         check_run_dir_creatable(RUN_DIR_GIVEN)
+        check_run_dir_creatable(_given_run_dir(sys.argv[1:], "hydra.sweep.dir"),
+                                "hydra.sweep.dir")
         check_multirun(sys.argv[1:], CONF_DIR)
     except ConfigError as exc:
         fail(str(exc))

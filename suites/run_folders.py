@@ -223,6 +223,9 @@ def sweep_problems(path: Path) -> list[str]:
         return problems
     for manifest in sorted(Path(path).rglob(SWEEP_JSON)):
         jobs = sweep_jobs(manifest.parent)
+        if not jobs:  # a sweep plans one job at least: this manifest cannot be read
+            problems.append(f"{manifest}: garbled (no list of jobs): whether every job of "
+                            "this multirun left its rows cannot be told")
         for job in jobs:
             name = f"multirun job {job.num} of {len(jobs)} ({' '.join(job.overrides)})"
             if job.folder is None:

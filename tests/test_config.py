@@ -136,6 +136,18 @@ def test_unknown_group_choices_fail_before_hydra(argv, message):
         check_group_choices(argv, CONF)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["foo=1"], r"^foo: unknown key: not in the config"),
+    (["suite=mlp", "suite.sizes=[16]"], r"^suite.sizes: unknown key"),
+    (["suite.grids.cpu=[1,2]"], r"Error merging override suite.grids.cpu=\[1,2\]: Cannot merge"),
+])
+def test_an_override_the_config_cannot_take_is_one_line_before_hydra(argv, message):
+    from run_suite import check_overrides
+    with pytest.raises(ConfigError, match=message):
+        check_overrides(argv, CONF)
+    check_overrides(["suite=mlp", "device=cpu", "hydra.run.dir=x"], CONF)  # fine: no error
+
+
 def test_known_group_choices_pass():
     check_group_choices(["suite=matmul_add", "timing=quick", "device=cpu", "-m",
                          "hydra/launcher=slurm", "experiment=ladder"], CONF)
@@ -174,10 +186,10 @@ def test_every_multirun_job_is_checked_before_the_first_runs():
     with pytest.raises(ConfigError, match=r"multirun job 1 of 2 \(device=cpu timing.rounds=0\): "
                                           r"timing.rounds: 0 is not a positive integer"):
         check_multirun(["-m", "device=cpu", "timing.rounds=3,0"], CONF)
-    with pytest.raises(ConfigError, match=r"multirun: Could not override 'suite.axes'"):
+    with pytest.raises(ConfigError, match=r"multirun: suite.axes: unknown key"):
         check_multirun(["-m", "device=cpu", "suite=matmul_add,block", "suite.axes={B:[1]}"], CONF)
     with pytest.raises(ConfigError, match=r"multirun job 1 of 2 \(device=cpu suite=block "
-                                          r"suite.sizes=\[64\]\): Could not override"):
+                                          r"suite.sizes=\[64\]\): suite.sizes: unknown key"):
         check_multirun(["-m", "device=cpu", "suite=matmul_add,block", "suite.sizes=[64]"], CONF)
     check_multirun(["device=cpu", "timing.rounds=0"], CONF)  # not a multirun: the run checks
 

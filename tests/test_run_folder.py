@@ -57,6 +57,8 @@ def test_a_run_dir_under_a_file_or_proc_is_one_line(tmp_path):
     # Given twice, Hydra takes the last: so does the check.
     one_line_error(run_suite(f"hydra.run.dir={tmp_path / 'fine'}", "hydra.run.dir=/proc/x"),
                    "kernel filesystem")
+    one_line_error(run_suite("-m", "device=cpu", f"hydra.sweep.dir={tmp_path / 'file'}"),
+                   "hydra.sweep.dir=")
 
 
 def test_reports_link_only_to_files_inside_the_run_folder():
@@ -318,3 +320,12 @@ def test_the_exit_status_counts_rows_that_are_not_results():
     assert code == 1 and "2 of 8 rows are not results (1 incorrect, 1 noisy" in line
     code, line = exit_status([ok, {"state": "failed", "statuses": {}}], ["job 2 left no rows"])
     assert code == 1 and "1 of 2 runs did not complete" in line and "1 job(s) left no rows" in line
+
+
+@pytest.mark.parametrize("text", ['{"jobs": "many"}', "[1, 2]", '{"jobs": [', '{"jobs": []}'])
+def test_a_garbled_sweep_manifest_is_named(tmp_path, text):
+    from suites.run_folders import sweep_problems
+    (tmp_path / "sweep.json").write_text(text)
+    assert sweep_problems(tmp_path) == [
+        f"{tmp_path / 'sweep.json'}: garbled (no list of jobs): whether every job of this "
+        "multirun left its rows cannot be told"]
