@@ -28,9 +28,9 @@ def metadata_ops(ctx: FindingContext):
                 "initialisation, are left out: that is not these ops' cost)" if setup > 0 else "")
     top = ", ".join(f"{name} x{n:g}" for name, n in sorted(meta.items(), key=lambda kv: -kv[1])[:4])
     yield Finding(Code.METADATA_OPS, Severity.INFO,
-                  f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost {duration(host)} of "
-                  f"host time{inside} and no device time: views, transposes and allocations"
-                  f"{left_out}",
+                  f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost "
+                  f"{duration(host)} of host time{inside} and no device time: views, transposes "
+                  f"and allocations{left_out}",
                   {"ops_per_call": sum(meta.values()), "host_us": host, "runtime_us": runtime,
                    "setup_us_left_out": setup})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from suites.errors import ConfigError
@@ -113,9 +114,8 @@ _NOT_NEGATIVE = ("kernel_us", "host_us", "device_us", "launch_api_us")
 
 def _drop_impossible(frame: pd.DataFrame) -> str:
     """Values no run writes (a negative or infinite time, a median of 0, a speedup of 0 or
-    below, a speedup interval upside down) become missing; returns what was found, in words ("" if nothing)."""
-    import numpy as np
-
+    below, a speedup interval upside down) become missing; returns what was found, in words
+    ("" if nothing)."""
     found = {}
     for name in [c for c in frame.columns if c in _POSITIVE or c in _NOT_NEGATIVE]:
         values = frame[name]
