@@ -31,7 +31,7 @@ from suites.profiling.occupancy import ATTENTION_NOTE, is_attention
 from suites.profiling.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
                                            trace_timeline)
 from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import DUPLICATE, TraceFormatError, read_trace
+from suites.profiling.trace_events import TraceFormatError, read_trace
 
 MAX_STEPS_SHOWN = 20
 NAN = float("nan")
@@ -114,7 +114,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
              f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"]
     for why, count in trace.skipped.items():
-        device = trace.skipped_device.get(why) if why != DUPLICATE else None  # counted once
+        device = trace.skipped_device.get(why)
         lines.append(f"note: {count} events skipped: {why}" + (
             f" ({device} of them device activities: the busy time, kernel counts and verdict "
             "leave them out)" if device else ""))

@@ -88,7 +88,7 @@ def _evidence(v: Verdict, step_name: str) -> dict:
 def bound(ctx: FindingContext):
     found = profile_primary(ctx)
     if found is None:
-        yield from _host_only(ctx)
+        yield from _no_verdict(ctx)
         return
     code, statement = _statement(found.verdict, found.step, ctx)
     if found.steps < found.of:  # the steps disagree: say how many share the verdict
@@ -107,7 +107,8 @@ def bound(ctx: FindingContext):
                       {"steps_differing": len(found.others)})
 
 
-def _host_only(ctx: FindingContext):
+def _no_verdict(ctx: FindingContext):
+    """Why no step got a verdict: the device's side of the trace is missing, or its host's."""
     if ctx.profile is None:
         return
     if ctx.profile.analysis.mode == GPU:

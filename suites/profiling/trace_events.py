@@ -98,7 +98,9 @@ class Trace:
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     n_events: int = 0
     skipped: dict = field(default_factory=dict)  # why -> events left out as malformed
-    skipped_device: dict = field(default_factory=dict)  # why -> how many of them were activities
+    # why -> how many of the skipped were device activities (lost from the device's figures;
+    # exact copies are not: each is counted once)
+    skipped_device: dict = field(default_factory=dict)
     # category -> complete events of a category the analysis does not read (python_function,
     # cuda_profiler_range, another accelerator's activities...): reported, never silently lost
     other_categories: dict = field(default_factory=dict)
@@ -282,8 +284,8 @@ def iter_raw_events(path, meta: dict | None = None) -> Iterator:
         yield from batch
 
 
-def _number(value, default=None):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _problem(ts, dur) -> str:
@@ -310,7 +312,7 @@ def _hashable(value):
 DUPLICATE = "an exact copy of an earlier event (same name, category, times, thread and ids)"
 
 
-def _drop_copies(events: list[Event], skipped: dict, skipped_device: dict | None) -> list[Event]:
+def _drop_copies(events: list[Event], skipped: dict) -> list[Event]:
     """`events` (sorted by start) without exact copies: a trace merged twice, or written by a
     tool that repeats events, would count each kernel, copy and op again. Copies share a start
     and a duration, so only events with equal (ts, dur), adjacent after sorting, are compared."""
@@ -324,8 +326,6 @@ def _drop_copies(events: list[Event], skipped: dict, skipped_device: dict | None
                event.ext)
         if key in seen:
             skipped[DUPLICATE] = skipped.get(DUPLICATE, 0) + 1
-            if skipped_device is not None:
-                skipped_device[DUPLICATE] = skipped_device.get(DUPLICATE, 0) + 1
             continue
         seen.add(key)
         kept.append(event)
@@ -436,5 +436,4 @@ def _read_events(path, trace: Trace) -> None:
     for name in ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames"):
         events = getattr(trace, name)
         events.sort(key=lambda e: (e.ts, -e.dur))  # a parent before its child at equal starts
-        setattr(trace, name, _drop_copies(events, skipped,
-                                          skipped_device if name == "device" else None))
+        setattr(trace, name, _drop_copies(events, skipped))
