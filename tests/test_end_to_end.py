@@ -60,7 +60,10 @@ def test_every_file_is_written(tiny_run):
     if (ok["case_id"] == "M40-N40-K40-fp32").any():
         assert "M40-N40-K40-fp32" in result.stdout  # the summary table
     assert not (out / "run_suite.log").exists()  # Hydra's job log is off (conf/config.yaml)
-    assert "left] M40-N40-K40-fp32" in result.stderr  # the time left, once a case is done
+    # The time left, once a case is done ("+ 1 re-measure" where the busy machine made a row of
+    # the first case noisy: its second timing is named, not guessed).
+    assert re.search(r"left( \+ \d+ re-measures?)?\] M40-N40-K40-fp32", result.stderr), \
+        result.stderr
 
 
 def test_every_case_and_variant_is_a_row(tiny_run):
