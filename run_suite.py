@@ -21,18 +21,18 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from suites.cli_checks import check_group_choices
-from suites.hydra_sweep import (SweepManifest, check_syntax, fixed_overrides,
-                                is_hydra_override, planned_jobs, sweep_params)
-from suites.errors import ConfigError
+from suites.config.group_choices import check_group_choices
+from suites.config.hydra_sweep import (SweepManifest, check_syntax, fixed_overrides,
+                                       is_hydra_override, planned_jobs, sweep_params)
+from suites.common.errors import ConfigError
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, preempted, stop_on_signals
-from suites.report.build import write_report
-from suites.report.summary import summary_table
+from suites.reports.run.build import write_report
+from suites.reports.run.summary import summary_table
 from suites.results.exit_status import exit_status
 from suites.results.journal import COMPLETE, read_state
-from suites.run_folders import sweep_jobs, sweep_problems
-from suites.spec import build_run_spec, resume_problem, same_config
+from suites.results.run_folders import sweep_jobs, sweep_problems
+from suites.config.run_spec import build_run_spec, resume_problem, same_config
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 

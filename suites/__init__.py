@@ -1,2 +1,12 @@
-"""How things are measured and reported: the suite table and the typed run spec (the config
-layer), the results schema, and the engine: harness, profiling, findings, reports."""
+"""How things are measured, read and reported, one room per role; imports point down this list:
+
+    config/   composing and checking a run's configuration (above harness)
+    reports/  the render kit, the run report, the ladder and compare (above harness)
+    harness/  the measurement engine and the run-spec types
+    traces/   any trace: reading, timelines, steps, op trees, the findings engine
+    results/  the schema, tables, journal, run folders, intervals
+    common/   error types, the command line's error shape, text and numbers
+    tools/    self-checks that are not tests (on top: they may use any room)
+
+The modules directly here are the package's entry points (`python -m suites.analyze` ...).
+"""

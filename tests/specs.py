@@ -6,8 +6,8 @@ from pathlib import Path
 from kernels import registry
 from kernels.base import Case
 from suites.harness.timing import TimingSpec
-from suites.profiling.capture import ProfileSpec
-from suites.spec import RunSpec, SuiteSpec, auto_threads
+from suites.harness.profile_pass import ProfileSpec
+from suites.config.run_spec import RunSpec, SuiteSpec, auto_threads
 
 # The threads a run takes by default (all usable cores but one), so a test on a busy machine
 # is as robust as a run there.

@@ -9,10 +9,10 @@ import pytest
 
 from kernels import registry
 from kernels.base import Case
-from suites.analyze import main
-from suites.benchmarks.trace_speed import write_trace
+from suites.traces.command import main
+from suites.tools.trace_speed import write_trace
 from suites.harness.case_run import measure
-from suites.profiling.capture import ProfileSpec
+from suites.harness.profile_pass import ProfileSpec
 from specs import run_spec
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE
 

@@ -6,7 +6,7 @@ import torch
 
 from kernels import registry
 from kernels.base import Case
-from suites.errors import ConfigError
+from suites.common.errors import ConfigError
 from test_config import spec_of
 from test_end_to_end import assert_finished, run_suite
 

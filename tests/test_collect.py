@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suites.collect import main
-from suites.ladder.breakeven import NEVER, breakeven_table, sentences
-from suites.ladder.fits import crossover, fit_overhead
-from suites.ladder.table import choose_shape
+from suites.reports.ladder.command import main
+from suites.reports.kit.breakeven import NEVER, breakeven_table, sentences
+from suites.reports.ladder.fits import crossover, fit_overhead
+from suites.reports.ladder.table import choose_shape
 from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]

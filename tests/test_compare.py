@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suites.compare import main
-from suites.comparison.loading import round_medians
-from suites.comparison.rows import Rule
-from suites.comparison.round_ratio import NOISE_FLOOR, ratio_ci, verdict
+from suites.reports.compare.command import main
+from suites.reports.compare.loading import round_medians
+from suites.reports.compare.joined import Rule
+from suites.reports.compare.round_ratio import NOISE_FLOOR, ratio_ci, verdict
 from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,9 +7,9 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from suites.cli_checks import check_group_choices
-from suites.errors import ConfigError
-from suites.spec import build_run_spec, suite_spec
+from suites.config.group_choices import check_group_choices
+from suites.common.errors import ConfigError
+from suites.config.run_spec import build_run_spec, suite_spec
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -172,7 +172,7 @@ def test_axes_values_listed_twice_and_shapes_the_op_cannot_build():
 
 def test_every_multirun_job_is_checked_before_the_first_runs():
     from run_suite import check_multirun
-    from suites.hydra_sweep import planned_jobs
+    from suites.config.hydra_sweep import planned_jobs
     jobs = planned_jobs(["-m", "suite=matmul_add,mlp", "timing.rounds=3,4", "device=cpu",
                          "hydra.sweep.dir=/tmp/x"])
     assert jobs == [["suite=matmul_add", "timing.rounds=3", "device=cpu"],
@@ -198,7 +198,7 @@ def test_the_ladder_experiment_sweeps_every_block_in_ladder_order():
     from hydra import compose, initialize_config_dir
 
     from run_suite import check_multirun
-    from suites.hydra_sweep import planned_jobs, sweep_params
+    from suites.config.hydra_sweep import planned_jobs, sweep_params
     from kernels import registry
     with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
         primary = compose("config", overrides=["experiment=ladder"], return_hydra_config=True)

@@ -14,7 +14,7 @@ from kernels.base import Case
 from suites.harness.progress import (DETAIL_CHARS, CaseWork, Progress, case_cost, clock_text,
                                      time_left)
 from suites.results.row import ResultRow
-from suites.text import ELLIPSIS, cut
+from suites.common.text import ELLIPSIS, cut
 
 HEADER = re.compile(r"^\[ *\d+- *\d+/\d+(?:, (?P<eta>[\d:]+) left"
                     r"(?: \+ (?P<again>\d+) re-measures?)?)?\] (?P<case>\S+)$")

@@ -154,7 +154,7 @@ def test_report_states_bound_and_fusion_per_size(tiny_run):
     rows = pd.read_csv(out / "measurements.csv").set_index(["case_id", "variant"])["status"]
     clean = [c for c in ("M16-N16-K16-fp32", "M40-N40-K40-fp32") if rows[(c, "eager")] == "ok"]
     # Each clean case's verdict is said once: on its own line, or in a line across cases that
-    # names eager and the cases it holds for (suites/report/shared_findings.py).
+    # names eager and the cases it holds for (suites/reports/run/shared_findings.py).
     per_case = sum(said.count(f"eager: {b}-bound") for b in ("overhead", "compute", "memory"))
     across = [li for li in re.findall(r"<li>(.*?)</li>", said, re.S)
               if re.match(r"(overhead|compute|memory)-bound", li) and "eager" in li]
@@ -192,7 +192,7 @@ def test_multirun_over_dtypes(tmp_path):
     assert [json.loads((p / "run.json").read_text())["job"]["num"] for p in jobs] == [0, 1]
     assert "sweep of 2 job(s)" in result.stdout.strip().splitlines()[-1]
     shutil.rmtree(jobs[1])
-    from suites.collect import main as collect
+    from suites.reports.ladder.command import main as collect
     assert collect([str(tmp_path), "--out", str(tmp_path / "ladder")]) == 0
     page = (tmp_path / "ladder" / "ladder.html").read_text()
     assert "multirun job 1 of 2 (suite.dtypes=[bfloat16]" in page and "left no run folder" in page

@@ -2,11 +2,11 @@
 fixtures where they carry the signal."""
 import pytest
 
-from suites.findings import FindingContext, run_detectors
+from suites.traces.findings import FindingContext, run_detectors
 from suites.results.row import ResultRow
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import read_trace
+from suites.traces.call_profile import CallProfile
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, write
 
 

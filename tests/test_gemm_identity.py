@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from suites.findings import FindingContext, run_detectors
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.gemm_names import GemmIdentity, gemm_identity
-from suites.profiling.gemm_rates import gemm_shape
-from suites.profiling.kernel_details import COLUMNS
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import read_trace
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.call_profile import CallProfile
+from suites.traces.gemm_names import GemmIdentity, gemm_identity
+from suites.traces.gemm_rates import gemm_shape
+from suites.traces.kernel_details import COLUMNS
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
 from suites.results.columns import KERNEL_COLUMNS, KERNEL_DETAIL_COLUMNS, KEY
 from suites.results.tables import read_kernels
 from trace_builders import event, write

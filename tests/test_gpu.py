@@ -10,7 +10,7 @@ from kernels import registry
 from kernels.base import Case
 from suites.harness.case_run import measure
 from suites.harness.timing import TimingSpec
-from suites.profiling.capture import ProfileSpec
+from suites.harness.profile_pass import ProfileSpec
 from specs import run_spec
 
 pytestmark = pytest.mark.gpu

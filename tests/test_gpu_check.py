@@ -16,17 +16,17 @@ from hydra import compose as hydra_compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from kernels import registry
-from suites.benchmarks import (gpu_check, gpu_check_configs, gpu_check_kernels,
-                               gpu_check_record, gpu_check_suites)
-from suites.benchmarks.gpu_check_record import Clock, Recorder, run_items
+from suites.tools import (gpu_check, gpu_check_configs, gpu_check_kernels,
+                          gpu_check_record, gpu_check_suites)
+from suites.tools.gpu_check_record import Clock, Recorder, run_items
 from suites.harness import device_lock, stopping
-from suites.plain_config import CONF_DIR, compose, override_args
-from suites.spec import build_run_spec
+from suites.config.compose import CONF_DIR, compose, override_args
+from suites.config.run_spec import build_run_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 # Runs main() and says which Hydra modules the process ended up with.
 SCRIPT = ("import json, sys\n"
-          "from suites.benchmarks import gpu_check\n"
+          "from suites.tools import gpu_check\n"
           "code = gpu_check.main(sys.argv[1:])\n"
           "print('HYDRA_MODULES', json.dumps(sorted(m for m in sys.modules\n"
           "      if m.split('.')[0] in ('hydra', 'omegaconf'))))\n"

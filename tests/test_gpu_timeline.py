@@ -5,9 +5,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from suites.analyze import main
-from suites.profiling.gpu_timeline import subtract, timeline, trace_timeline, union
-from suites.profiling.trace_events import Event, read_trace
+from suites.traces.command import main
+from suites.traces.gpu_timeline import subtract, timeline, trace_timeline, union
+from suites.traces.events import Event, read_trace
 from trace_builders import event, write
 
 REAL = Path(__file__).parent / "fixtures" / "real_traces"
@@ -109,7 +109,7 @@ def test_steps_are_host_steps_and_rocm_launches_count(name):
     """Newer traces copy each ProfilerStep onto the GPU's timeline (gpu_user_annotation): not a
     step of its own. HIP's launch calls (hipLaunchKernel, hipExtModuleLaunchKernel...) are launch
     calls like CUDA's."""
-    from suites.profiling.trace_analysis import analyze
+    from suites.traces.steps import analyze
 
     analysis = analyze(read_trace(REAL / f"{name}.json.gz"))
     assert [s.name for s in analysis.steps] == ["ProfilerStep#6"]

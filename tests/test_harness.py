@@ -12,7 +12,7 @@ from kernels.base import Case, Variant
 from suites.harness import timing
 from suites.harness.correctness import compare
 from suites.harness.case_run import measure
-from suites.harness.measure import NOT_TIMED_INTERPRETED, NOT_TIMED_INTERPRETER_ON
+from suites.harness.variant_passes import NOT_TIMED_INTERPRETED, NOT_TIMED_INTERPRETER_ON
 from suites.results.columns import Status
 from specs import NO_PROFILE, PROFILE, QUICK, run_spec
 
@@ -94,7 +94,7 @@ def test_triton_is_never_timed_off_cuda_whatever_it_supports(tmp_path):
 
 
 def test_triton_is_never_timed_interpreted_even_on_cuda(monkeypatch):
-    from suites.harness import measure as measure_module
+    from suites.harness import variant_passes as measure_module
 
     variant = registry.get_variant("matmul_add", "triton")
     on_gpu = replace(CASE, device="cuda")

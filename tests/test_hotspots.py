@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 
 from kernels.base import Case
-from suites.profiling import op_tree as ot
-from suites.report import hotspots
-from suites.report.build import write_report
+from suites.traces import op_tree as ot
+from suites.reports.run import hotspots
+from suites.reports.run.build import write_report
 from suites.results.columns import OPTREE_COLUMNS
 from suites.results.resume import read_previous
 from suites.results.tables import OPTREE_CSV, read_measurements, read_optree
-from suites.run_folders import table_problems
+from suites.results.run_folders import table_problems
 
 CASE = Case.make("matmul_add", {"M": 8, "N": 8, "K": 8}, "float32", "cpu")
 

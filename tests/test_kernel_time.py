@@ -8,12 +8,12 @@ import pytest
 
 from kernels import registry
 from kernels.base import Case
-from suites.findings.rows import row_findings
+from suites.traces.findings.measured import row_findings
 from suites.harness import kernel_time, timing
 from suites.harness.case_clock import CaseClock
 from suites.harness.case_run import CaseOutcome, _speedups, measure
 from suites.harness.derived import derive, new_row
-from suites.harness.measure import Prepared
+from suites.harness.variant_passes import Prepared
 from suites.harness.rounds import Contender
 from suites.results.row import TimingStats
 from specs import QUICK, run_spec

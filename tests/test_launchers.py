@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import pytest
 
-from suites.collect import main as collect
+from suites.reports.ladder.command import main as collect
 from suites.results.journal import read_state
 from test_end_to_end import ROOT, assert_finished
 

@@ -7,9 +7,9 @@ import torch.nn.functional as F
 
 from kernels import registry
 from kernels.base import Case
-from suites.errors import ConfigError
+from suites.common.errors import ConfigError
 from suites.harness.case_run import measure
-from suites.shape_config import axes_shapes, reference_shape, square_shapes
+from suites.config.shapes import axes_shapes, reference_shape, square_shapes
 from specs import PROFILE, run_spec
 
 OP = registry.get_op("norm")

@@ -10,15 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from suites.analyze import main
-from suites.findings import FindingContext, run_detectors
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.event_args import KernelLaunch
-from suites.profiling.gpu_specs import device_spec, known_gpu
-from suites.profiling.occupancy import (ATTENTION_NOTE, est_occupancy, kineto_estimate,
-                                        theoretical)
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import read_trace
+from suites.traces.command import main
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.call_profile import CallProfile
+from suites.traces.event_args import KernelLaunch
+from suites.traces.gpu_specs import device_spec, known_gpu
+from suites.traces.occupancy import (ATTENTION_NOTE, est_occupancy, kineto_estimate,
+                                     theoretical)
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
 from trace_builders import event, write
 
 FIXTURES = Path(__file__).parent / "fixtures"

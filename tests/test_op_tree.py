@@ -1,14 +1,14 @@
-"""The op tree of a call (suites/profiling/op_tree.py) on built events and the real A100
+"""The op tree of a call (suites/traces/op_tree.py) on built events and the real A100
 traces: nesting, per-call averaging, the diff in words, occupancy queries, transposes, and
 the two findings it feeds (op_tree_diff, fat_leaf_op)."""
 import pytest
 
-from suites.findings import FindingContext, run_detectors
-from suites.findings.op_trees import FAT_SHARE
-from suites.profiling import op_tree as ot
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import read_trace
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.tree import FAT_SHARE
+from suites.traces import op_tree as ot
+from suites.traces.call_profile import CallProfile
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
 from suites.results.row import ResultRow
 from trace_builders import ALEXNET_TRACE, event, write
 

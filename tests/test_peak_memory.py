@@ -7,11 +7,11 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from kernels import registry
 from kernels.base import Case
-from suites.findings.core import FindingContext
-from suites.findings.fusion import memory_saved
+from suites.traces.findings.core import FindingContext
+from suites.traces.findings.fusion import memory_saved
 from suites.harness.case_run import measure
 from suites.harness.derived import new_row
-from suites.profiling.memory import call_peaks, peak_mb
+from suites.traces.memory import call_peaks, peak_mb
 from specs import PROFILE, run_spec
 
 

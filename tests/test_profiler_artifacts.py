@@ -1,5 +1,5 @@
-"""The profiler's own marks in a trace (suites/profiling/profiler_artifacts.py, findings in
-suites/findings/artifacts.py): its end-of-window flush, left out of the program's blocking time
+"""The profiler's own marks in a trace (suites/traces/profiler_artifacts.py, findings in
+suites/traces/findings/artifacts.py): its end-of-window flush, left out of the program's blocking time
 and verdict, and the device's idle stretches during its Activity Buffer Requests, left out of
 the idle gaps; and the many-steps profile (profile=many) that tells them from the program's.
 
@@ -16,16 +16,16 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from suites.cli_checks import check_group_choices
-from suites.findings import FindingContext, run_detectors
-from suites.findings.bounds import _longest_gap
-from suites.findings.codes import Code
-from suites.findings.verdict import step_verdict
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.profiler_artifacts import BY_FRAME, BY_PLACE
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import read_trace
-from suites.spec import build_run_spec
+from suites.config.group_choices import check_group_choices
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.bounds import _longest_gap
+from suites.traces.findings.codes import Code
+from suites.traces.findings.step_bound import step_verdict
+from suites.traces.call_profile import CallProfile
+from suites.traces.profiler_artifacts import BY_FRAME, BY_PLACE
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
+from suites.config.run_spec import build_run_spec
 from trace_builders import event, write
 
 FIXTURES = Path(__file__).parent / "fixtures"

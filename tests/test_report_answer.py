@@ -3,11 +3,11 @@ findings stated once across cases, and the per-op plot, on built tables."""
 import pandas as pd
 import pytest
 
-from suites.ladder import answer as ladder_answer
-from suites.report import answer, op_plot
-from suites.report import shared_findings as sf
-from suites.report.banner import banner_html
-from suites.report.numbers import plain
+from suites.reports.ladder import answer as ladder_answer
+from suites.reports.run import answer, op_plot
+from suites.reports.run import shared_findings as sf
+from suites.reports.kit.banner import banner_html
+from suites.common.numbers import plain
 
 PARAMS = ["M", "N", "K"]
 
@@ -121,7 +121,7 @@ def test_a_long_banner_keeps_three_lines_in_view():
 def test_crowded_tick_labels_are_turned_then_thinned_until_none_overlap():
     import matplotlib.pyplot as plt
 
-    from suites.report.label_fit import fit_ticks, overlapping
+    from suites.reports.kit.label_fit import fit_ticks, overlapping
 
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.set_xticks(range(30))

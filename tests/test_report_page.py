@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from suites.report import html_page as hp
-from suites.report.build import RESULT_COLUMNS
+from suites.reports.kit import page as hp
+from suites.reports.run.build import RESULT_COLUMNS
 from suites.results.columns import headers
 
 CASES = [f"M{n}-N{n}-K{n}-{d}" for d in ("fp32", "bf16") for n in (64, 128, 256, 512, 1024, 2048)]
@@ -76,7 +76,7 @@ def _results(rows=CASES, variants=("eager", "addmm", "compile"), gpu=False) -> p
 
 
 def _results_table(frame: pd.DataFrame) -> str:
-    """The results table as build.py asks for it (suites/report/build.py: write_report)."""
+    """The results table as build.py asks for it (suites/reports/run/build.py: write_report)."""
     return hp.table(frame, RESULT_COLUMNS, links={"trace": "Perfetto"},
                     ranges=hp.RANGES, drop_empty=True, sortable=True)
 

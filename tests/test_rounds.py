@@ -13,7 +13,7 @@ from kernels import registry
 from kernels.base import Case
 from suites.harness import case_run, round_checks as rc
 from suites.harness.contention import LoadMeter, RoundLoad, others_cores
-from suites.harness.pairing import paired_speedup, t95
+from suites.results.intervals import paired_speedup, t95
 from suites.harness.round_checks import Limits, Slot, judge
 from suites.harness.rounds import Contender, rotated, time_rounds
 from suites.results.columns import Status
@@ -300,7 +300,7 @@ def test_a_contended_case_is_re_measured_later_and_its_rounds_continue(tmp_path,
 
 def test_a_case_contended_for_the_whole_sweep_ends_noisy_and_is_never_a_result(tmp_path, monkeypatch):
     from suites.harness import runner
-    from suites.report.build import write_report
+    from suites.reports.run.build import write_report
     from specs import run_spec
 
     monkeypatch.setattr(LoadMeter, "stop", lambda self: RoundLoad(0.1, others_cores=1.9))

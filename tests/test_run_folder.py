@@ -13,8 +13,8 @@ import time
 import pandas as pd
 import pytest
 
-from suites.report.build import write_report
-from suites.report.html_page import inside_run, table
+from suites.reports.run.build import write_report
+from suites.reports.kit.page import inside_run, table
 from suites.results.journal import read_state
 from test_end_to_end import ROOT, assert_finished, run_suite
 
@@ -187,7 +187,7 @@ def test_readers_name_a_cut_table(small_run, tmp_path, capsys):
     shutil.copytree(small_run, folder)
     lines = (folder / "measurements.csv").read_text().splitlines(keepends=True)
     (folder / "measurements.csv").write_text("".join(lines[:-1]))  # the last row lost
-    from suites.compare import main as compare
+    from suites.reports.compare.command import main as compare
     assert compare([str(small_run), str(folder), "--out", str(tmp_path / "cmp")]) == 0
     out = capsys.readouterr().out
     assert f"B: {folder / 'measurements.csv'}: holds 1 rows where run.json counted 2 written" in out
@@ -195,7 +195,7 @@ def test_readers_name_a_cut_table(small_run, tmp_path, capsys):
 
 
 def test_readers_name_a_sample_table_cut_or_garbled(small_run, tmp_path):
-    from suites.run_folders import read_run
+    from suites.results.run_folders import read_run
     assert read_run(small_run).problems == []
     cut = tmp_path / "cut"  # cut inside its last row: pandas alone reads it without a word
     shutil.copytree(small_run, cut)
@@ -286,7 +286,7 @@ def test_a_damaged_run_folder_is_reported_with_the_damage_named(small_run, tmp_p
                                              ("median_us", "missing column(s) median_us")])
 def test_a_run_folder_without_a_column_it_needs_is_one_line(small_run, tmp_path, column,
                                                             message):
-    from suites.errors import ConfigError
+    from suites.common.errors import ConfigError
     folder = _damaged(small_run, tmp_path / "run",
                       _edit_rows(lambda r: r.pop(column)))
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -294,7 +294,7 @@ def test_a_run_folder_without_a_column_it_needs_is_one_line(small_run, tmp_path,
 
 
 def test_compare_refuses_one_folder_as_both_sides(small_run, capsys):
-    from suites.compare import main as compare
+    from suites.reports.compare.command import main as compare
     assert compare([str(small_run), str(small_run) + "/"]) == 2
     assert "A and B are the same folder" in capsys.readouterr().err
 
@@ -324,7 +324,7 @@ def test_the_exit_status_counts_rows_that_are_not_results():
 
 @pytest.mark.parametrize("text", ['{"jobs": "many"}', "[1, 2]", '{"jobs": [', '{"jobs": []}'])
 def test_a_garbled_sweep_manifest_is_named(tmp_path, text):
-    from suites.run_folders import sweep_problems
+    from suites.results.run_folders import sweep_problems
     (tmp_path / "sweep.json").write_text(text)
     assert sweep_problems(tmp_path) == [
         f"{tmp_path / 'sweep.json'}: garbled (no list of jobs): whether every job of this "

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from kernels import registry
-from suites.errors import ConfigError
-from suites.profiling.op_kinds import LAUNCH_APIS
-from suites.report import readme
-from suites.report.build import EXPLAINED
-from suites.report.conventions import conventions_html
+from suites.common.errors import ConfigError
+from suites.traces.op_kinds import LAUNCH_APIS
+from suites.tools import docs as readme
+from suites.reports.run.build import EXPLAINED
+from suites.reports.run.conventions import conventions_html
 from suites.results.columns import MEASUREMENTS, Status, column, headers
 from suites.results.row import PARTS, Check, ProfileStats, ResultRow, Roofline, TimingStats
 from suites.results.tables import measurements_frame, read_measurements
@@ -103,7 +103,7 @@ def test_a_view_naming_a_column_the_schema_lacks_fails():
 
 
 def test_readme_tables_are_generated_from_the_code():
-    assert readme.main(["--check"]) == 0, "run: python -m suites.report.readme"
+    assert readme.main(["--check"]) == 0, "run: python -m suites.tools.docs"
     text = readme.README.read_text()
     for op in registry.ops():
         assert op.flops_formula.text in text and op.bytes_formula.text in text
@@ -121,10 +121,10 @@ def test_report_conventions_state_the_code_s_own_facts(monkeypatch):
 
 
 def test_every_finding_code_has_its_catalog_entry():
-    """The README's table of findings comes from suites/findings/catalog.py: a new code without
+    """The README's table of findings comes from suites/traces/findings/catalog.py: a new code without
     an entry (what it says, the post it comes from) would be missing there."""
-    from suites.findings.catalog import CATALOG, SERIES
-    from suites.findings.codes import Code
+    from suites.traces.findings.catalog import CATALOG, SERIES
+    from suites.traces.findings.codes import Code
 
     assert set(CATALOG) == set(Code), set(Code) ^ set(CATALOG)
     assert {post for _, post in CATALOG.values()} <= set(SERIES)

@@ -1,4 +1,4 @@
-"""The decision tree (suites/findings/verdict.py): one primary verdict per step with the numbers
+"""The decision tree (suites/traces/findings/step_bound.py): one primary verdict per step with the numbers
 that decided it, verdicts that exclude each other never together, on synthetic traces of each
 kind and on the real ones."""
 import itertools
@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from suites.findings import FindingContext, run_detectors
-from suites.findings.codes import BOUND_CODES, Code
-from suites.findings.verdict import step_verdict
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import read_trace
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.codes import BOUND_CODES, Code
+from suites.traces.findings.step_bound import step_verdict
+from suites.traces.call_profile import CallProfile
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
 from trace_builders import event, write
 
 REAL = sorted((Path(__file__).parent / "fixtures").glob("*_traces/*.json.gz"))
@@ -152,7 +152,7 @@ def test_a_device_whose_activities_are_not_read_is_never_a_cpu(tmp_path, categor
     assert prof.analysis.mode == "host-only" and prof.steps[0].n_kernels == 0
     found = findings(prof)
     assert primary_codes(found) == [Code.NO_VERDICT] and category in found[Code.NO_VERDICT].statement
-    from suites import analyze as cli
+    from suites.traces import command as cli
     assert cli.main([str(tmp_path / "t.json")]) == 0
     out = capsys.readouterr().out
     assert f"1 activities of category {category} not analysed" in out and "host only" in out

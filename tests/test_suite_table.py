@@ -9,12 +9,12 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from kernels import registry
-from suites.benchmarks.gpu_check import series_overrides
-from suites.cli_checks import group_choices
+from suites.tools.gpu_check import series_overrides
+from suites.config.group_choices import group_choices
 from suites.results.columns import BY_NAME
-from suites.spec import build_run_spec
-from suites.errors import ConfigError
-from suites.suite_table import CONF_DIR, get_suite, suite_names, suites
+from suites.config.run_spec import build_run_spec
+from suites.common.errors import ConfigError
+from suites.config.suite_table import CONF_DIR, get_suite, suite_names, suites
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

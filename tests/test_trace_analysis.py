@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from suites.profiling.call_profile import CallProfile
-from suites.profiling.op_kinds import LAUNCH_APIS
-from suites.profiling.trace_analysis import analyze
-from suites.profiling.trace_events import TraceFormatError, read_trace
+from suites.traces.call_profile import CallProfile
+from suites.traces.op_kinds import LAUNCH_APIS
+from suites.traces.steps import analyze
+from suites.traces.events import TraceFormatError, read_trace
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, load, write
 
 

@@ -80,7 +80,7 @@ def _counted(monkeypatch, module):
 def test_prepared_wrappers_check_once_and_each_call_only_launches(monkeypatch):
     """A timed Triton call is the kernel's launch, not its argument checks: the variants take
     the `prepare_` forms, which check when prepared and never again."""
-    from kernels.triton import gemm_common, geglu, rows
+    from kernels.triton import gemm_common, geglu, rowwise as rows
     from kernels.triton.gemm import prepare_matmul_bias_act, prepare_matmul_geglu
     from kernels.triton.rmsnorm import prepare_rms_norm
 
@@ -95,7 +95,7 @@ def test_prepared_wrappers_check_once_and_each_call_only_launches(monkeypatch):
                 (prepare_rms_norm(a, a[0], 1e-6), lambda: torch.nn.functional.rms_norm(
                     a, (24,), a[0], 1e-6))]
     assert {name: len(c) for name, c in counted.items()} == {
-        "kernels.triton.gemm_common": 2, "kernels.triton.geglu": 1, "kernels.triton.rows": 1}
+        "kernels.triton.gemm_common": 2, "kernels.triton.geglu": 1, "kernels.triton.rowwise": 1}
     for _ in range(2):
         a.copy_(torch.randn(20, 24, generator=g))  # a prepared call reads the tensors as they are
         for call, expected in prepared:

@@ -2,7 +2,7 @@
 ahead of time on this CPU with the ptxas in the triton wheel: none needs more shared memory than
 its target has, none spills in 16-bit (fp32 only where no fp32 config runs clean), every kernel
 keeps at least one config that fits, and the flash pruning's shared-memory estimate is never
-below the compiler's. (`python -m suites.benchmarks.triton_targets` without --kept-only also
+below the compiler's. (`python -m suites.tools.triton_targets` without --kept-only also
 compiles the pruned configs and finds any pruned for nothing.)"""
 import os
 import subprocess
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_kept_configs_fit_sm80_and_sm90(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")  # compile here, whatever ran before
-    done = subprocess.run([sys.executable, "-m", "suites.benchmarks.triton_targets",
+    done = subprocess.run([sys.executable, "-m", "suites.tools.triton_targets",
                            "--kept-only", "--jobs", str(min(2, os.cpu_count() or 1))],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""

@@ -8,14 +8,14 @@ import torch
 
 from kernels.base import Case
 from kernels import registry
-from suites.findings.rows import row_findings
+from suites.traces.findings.measured import row_findings
 from suites.harness.calibration import best_peaks
 from suites.harness.derived import new_row
-from suites.report.banner import banner_lines, rounds_line
-from suites.report.verdicts import FASTER, SAME, SLOWER, UNCLEAR, classify, verdict_lines
+from suites.reports.kit.banner import banner_lines, rounds_line
+from suites.reports.run.verdicts import FASTER, SAME, SLOWER, UNCLEAR, classify, verdict_lines
 from suites.results.columns import Status
 from suites.results.row import Roofline
-from suites.spec import auto_threads, timing_spec
+from suites.config.run_spec import auto_threads, timing_spec
 
 NAN = math.nan
 

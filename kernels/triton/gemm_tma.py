@@ -152,7 +152,7 @@ def _programs(device: torch.device) -> int:
 def tma_dot_flags(dtype: torch.dtype) -> dict:
     """gemm_common's dot flags, but fp32 as tf32x3 (three TF32 tensor-core products, about
     fp32's accuracy): the exact FMA dot spills tens of kilobytes per thread in this kernel on
-    sm_90, where tf32x3 runs clean (measured by suites/benchmarks/triton_targets.py)."""
+    sm_90, where tf32x3 runs clean (measured by suites/tools/triton_targets.py)."""
     flags = dot_flags(dtype)
     if dtype == torch.float32:
         flags["INPUT_PRECISION"] = "tf32x3"

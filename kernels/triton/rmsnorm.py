@@ -13,7 +13,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.triton.rows import prepare_rows
+from kernels.triton.rowwise import prepare_rows
 
 
 @triton.jit

@@ -3,7 +3,7 @@
 The autotuner times every config it is given, and keeps one that spills registers if that one
 happens to win on a quiet machine; a config over the target's shared memory fails to launch.
 So each kernel prunes its configs per call (`early_config_prune`) by the rules here, which
-`suites/benchmarks/triton_targets.py` checks against the compiler for sm_80 and sm_90 (Triton's
+`suites/tools/triton_targets.py` checks against the compiler for sm_80 and sm_90 (Triton's
 own ptxas, no GPU needed): every config kept on a target compiles within its shared memory
 and without spills, and none is dropped that compiles clean. A target not in the tables (a
 newer GPU) keeps every config that fits its shared memory.
@@ -24,7 +24,7 @@ CHECKED_HEAD_DIMS = (64, 128)
 # (kernel, dtype, arch, variant) -> config keys; the variant is what changes the registers a
 # config needs: the head dim for flash (`D128`), and for a GEMM whether K is a multiple of the
 # block depth (`even`, or `masked` loads) and whether the epilogue adds a residual. Printed by
-# `python -m suites.benchmarks.triton_targets --table`, which fails when it is out of date.
+# `python -m suites.tools.triton_targets --table`, which fails when it is out of date.
 UNFIT: dict[tuple[str, str, int, str], frozenset] = {
     ('flash', 'bfloat16', 80, 'D128'): frozenset({
         (64, 32, 4, 2), (64, 32, 4, 4), (64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 4, 4),

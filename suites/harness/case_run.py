@@ -4,7 +4,7 @@ interleaved rounds, profile each, judge every round, and finish the rows.
 A row's timing comes from its clean rounds only; with fewer than `min_clean` of them it is
 `noisy`: the reason says how many rounds were clean and why the others were not, and its
 figures are never shown as a result. Speedups are paired per round
-(suites/harness/pairing.py). A case whose rows lack clean rounds can be timed again later in
+(suites/results/intervals.py). A case whose rows lack clean rounds can be timed again later in
 the sweep (`remeasure`): the new rounds continue the numbering and are judged with the old.
 """
 from __future__ import annotations
@@ -20,15 +20,15 @@ from suites.harness.case_clock import NO_LIMIT, CaseClock
 from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
 from suites.harness.kernel_time import kernel_times
-from suites.harness.measure import Prepared, prepare, profile, release, short_error
-from suites.harness.pairing import paired_speedup
+from suites.harness.variant_passes import Prepared, prepare, profile, release, short_error
+from suites.results.intervals import paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
 from suites.harness.rounds import time_rounds
-from suites.profiling.call_profile import CallProfile
+from suites.traces.call_profile import CallProfile
 from suites.harness.cuda_graphs import missed_graph_kernels
 from suites.results.columns import Status
 from suites.results.row import NAN, ResultRow
-from suites.spec import RunSpec
+from suites.config.run_spec import RunSpec
 
 MIN_CLEAN_ROUNDS = 3  # a median per round, and an interval from at least three of them
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from kernels.base import Case, Op, Variant
-from suites.profiling.device_time import on_gpu
+from suites.traces.device_time import on_gpu
 from suites.results.row import NAN, ResultRow, Roofline
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 from suites.results.columns import Status
 from suites.results.row import ResultRow
-from suites.text import cut
+from suites.common.text import cut
 
 # A variant line's detail (status and reason) is cut to this, at a word; measurements.csv keeps
 # the whole reason.

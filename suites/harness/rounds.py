@@ -3,7 +3,7 @@
 Round r times every variant once, in the order rotated by r (ABC, BCA, CAB, ...), each with an
 equal share of the budget; a variant is never always first (cold) or always after the same
 neighbour. A slow drift of a shared machine then lands on every variant alike, and the speedup
-is paired per round (suites/harness/pairing.py). What else ran is measured around each share
+is paired per round (suites/results/intervals.py). What else ran is measured around each share
 (suites/harness/contention.py) and judged afterwards (suites/harness/round_checks.py).
 """
 from __future__ import annotations

@@ -18,8 +18,8 @@ import pandas as pd
 import torch
 
 from kernels import registry
-from suites.findings import find_all
-from suites.findings.rows import ROW_CODES, row_findings
+from suites.traces.findings import find_all
+from suites.traces.findings.measured import ROW_CODES, row_findings
 from suites.harness.calibration import best_peaks, calibrate
 from suites.harness.case_run import CaseOutcome, remeasure, run_case
 from suites.harness.contention import LoadMeter
@@ -36,7 +36,7 @@ from suites.results.resume import Previous, read_previous
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
                                    SAMPLES_CSV, append_tables, write_tables)
 from suites.results.tables import OPTREE_CSV
-from suites.spec import RunSpec
+from suites.config.run_spec import RunSpec
 
 
 @dataclass

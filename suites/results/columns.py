@@ -2,7 +2,7 @@
 
 The writers order and type their tables by these lists, the readers check and convert with
 them, the report and the README's metric table print their meanings. A meaning may name a
-fact the code holds elsewhere in braces ({launch_apis}); suites/report/conventions.py fills it
+fact the code holds elsewhere in braces ({launch_apis}); suites/reports/run/conventions.py fills it
 in from that code, so the text cannot drift from what the code does.
 """
 from __future__ import annotations
@@ -199,7 +199,7 @@ KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; the other 
 
 # The other tables of a run folder: their columns, in order, KEY first.
 # A GEMM kernel's identity and achieved rate, each kernel's launch configuration and occupancy
-# (suites/profiling/kernel_details.py); empty where a kernel has none, absent from older runs.
+# (suites/traces/kernel_details.py); empty where a kernel has none, absent from older runs.
 KERNEL_DETAIL_COLUMNS = (
     "gemm_library", "gemm_arch", "gemm_layout", "gemm_dtype", "gemm_tile", "gemm_stages",
     "gemm_tensor_core", "gemm_shapes", "gemm_tflops", "registers_per_thread", "shared_mem_bytes",
@@ -212,7 +212,7 @@ SAMPLE_COLUMNS = KEY + ("round", "sample", "time_us")
 ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "median_us", "wait_frac",
                        "others_cores", "gpu_other_processes", "sm_clock_ratio", "state", "reason")
 FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
-# One row per node of a call's op tree, per call (suites/profiling/op_tree.py): the path from
+# One row per node of a call's op tree, per call (suites/traces/op_tree.py): the path from
 # the call down (`aten::linear > aten::addmm`), depth 0 the call itself.
 OPTREE_COLUMNS = KEY + ("path", "depth", "name", "kind", "calls_per_call", "self_us", "total_us")
 _OTHER_TABLES = (set(KERNEL_COLUMNS + SAMPLE_COLUMNS + ROUND_COLUMNS + FINDING_COLUMNS)

@@ -21,7 +21,7 @@ import pandas as pd
 from suites.results import atomic
 
 RUN_JSON = "run.json"
-SWEEP_JSON = "sweep.json"  # a multirun's planned jobs (suites/hydra_sweep.py)
+SWEEP_JSON = "sweep.json"  # a multirun's planned jobs (suites/config/hydra_sweep.py)
 MEASUREMENTS_CSV = "measurements.csv"
 RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
 

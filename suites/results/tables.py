@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from suites.errors import ConfigError
+from suites.common.errors import ConfigError
 from suites.results import atomic, journal
 from suites.results.columns import (BY_NAME, FINDING_COLUMNS, KERNEL_COLUMNS, KEY, LEADING,
                                     METRICS, ROUND_COLUMNS, SAMPLE_COLUMNS, Status, column, empty, numeric)

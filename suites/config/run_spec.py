@@ -1,0 +1,303 @@
+"""The typed run spec: the composed config checked once and frozen, so nothing below
+run_suite.py sees a DictConfig, and every bad value fails here, before any work starts. Each
+engine owns its own spec type (TimingSpec in harness/timing.py, ProfileSpec in
+profiling/capture.py); this module only builds them from the config."""
+from __future__ import annotations
+
+import math
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import torch
+
+from kernels import registry
+from kernels.base import DTYPES, Case, Value
+from suites.common.errors import ConfigError
+from suites.results.journal import COMPLETE, still_running
+from suites.harness.contention import usable_cpus
+from suites.harness.timing import TimingSpec
+from suites.harness.profile_pass import ProfileSpec
+from suites.config.shapes import (axes_shapes, boolean, no_duplicates, non_negative_int,
+                                  positive_int, reference_shape, square_shapes)
+from suites.config.suite_table import get_suite
+
+DEVICES = ("auto", "cpu", "cuda")
+# Every key each section may hold: a misspelt or `+new_key` override would otherwise be ignored
+# and the run would go ahead without what the user asked for.
+KNOWN_KEYS = {
+    "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
+               "resume"),
+    "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids", "batch"),
+    "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
+               "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s"),
+    "profile": ("enabled", "wait", "warmup", "active", "record_shapes", "row_limit"),
+}
+
+
+def check_keys(section: Mapping, where: str) -> None:
+    known = KNOWN_KEYS[where]
+    for key in section:
+        if key not in known:
+            name = key if where == "config" else f"{where}.{key}"
+            raise ConfigError(f"{name}: unknown key; {where} keys: {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    name: str  # the suite, which is its op's name
+    shapes: tuple[tuple[tuple[str, Value], ...], ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]  # the baseline first
+    baseline: str
+    reference: tuple[tuple[str, Value], ...] = ()  # the series' shape, for the ladder report
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    suite: SuiteSpec
+    device: str
+    timing: TimingSpec
+    profile: ProfileSpec
+    seed: int
+    calibrate: bool
+    progress: bool
+    out_dir: Path
+    resume: bool = False  # keep the finished cases of an interrupted run in out_dir
+    config: dict = field(default_factory=dict)  # the resolved config, for run.json
+    job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
+
+    def cases(self) -> list[Case]:
+        return [Case(self.suite.name, shape, dtype, self.device, self.seed)
+                for dtype in self.suite.dtypes for shape in self.suite.shapes]
+
+
+def resolve_device(value) -> str:
+    if value not in DEVICES:
+        raise ConfigError(f"device: {value!r} is not a device; accepted: {', '.join(DEVICES)}")
+    has_cuda = torch.cuda.is_available()
+    if value == "cuda" and not has_cuda:
+        raise ConfigError("device=cuda: no CUDA GPU is available on this machine "
+                          "(torch.cuda.is_available() is False); accepted here: auto, cpu")
+    if value == "auto":
+        return "cuda" if has_cuda else "cpu"
+    return value
+
+
+def _require(section: Mapping, key: str, where: str):
+    if key not in section:
+        raise ConfigError(f"{where}.{key}: missing")
+    return section[key]
+
+
+def _device_default(suite_cfg: Mapping, key: str, device: str):
+    """`auto` in a suite config means: the value from `grids.<device>` in the same YAML."""
+    value = _require(suite_cfg, key, "suite")
+    if value != "auto":
+        return value
+    grid = suite_cfg.get("grids", {}).get(device, {})
+    if key not in grid:
+        raise ConfigError(f"suite.{key}: is `auto` but suite.grids.{device}.{key} is not set")
+    return grid[key]
+
+
+def _dtypes(value) -> tuple[str, ...]:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for dtype in values:
+        if dtype not in DTYPES:
+            raise ConfigError(f"suite.dtypes: unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
+    if not values:
+        raise ConfigError("suite.dtypes: empty list; accepted: " + ", ".join(DTYPES))
+    no_duplicates(values, "suite.dtypes")
+    return tuple(values)
+
+
+def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
+    known = registry.variant_names(op)
+    values = known if value == "all" else (value if isinstance(value, (list, tuple)) else [value])
+    for name in values:
+        if name not in known:
+            raise ConfigError(f"suite.variants: unknown variant {name!r} for {op}; "
+                              f"accepted: {', '.join(known)} (or all)")
+    if not values:
+        raise ConfigError(f"suite.variants: empty list; accepted: {', '.join(known)}")
+    if value != "all":
+        no_duplicates(values, "suite.variants")
+    baseline = registry.get_op(op).baseline
+    # Every row's speedup is against the baseline, so the baseline always runs, and first.
+    ordered = [baseline] + [v for v in dict.fromkeys(values) if v != baseline]
+    return tuple(ordered), baseline
+
+
+def _shapes(suite_cfg: Mapping, op, device: str) -> list[dict[str, Value]]:
+    """The YAML names its shapes by `sizes` (every parameter equal) or by `axes`."""
+    keys = [k for k in ("sizes", "axes") if k in suite_cfg]
+    if len(keys) != 1:
+        raise ConfigError(f"suite: give exactly one of suite.sizes or suite.axes, got {keys or 'none'}")
+    value = _device_default(suite_cfg, keys[0], device)
+    return square_shapes(value, op) if keys[0] == "sizes" else axes_shapes(value, op)
+
+
+def _batched(shapes: list[dict[str, Value]], batch, op) -> list[dict[str, Value]]:
+    """Each shape at each batch of suite.batch: B first in the case id (B4-M64-N64-K64), and
+    absent at its default, so a 2-D case keeps the id it always had."""
+    if "B" not in op.optional:
+        raise ConfigError(f"suite.batch: {op.name} has no batch axis; only "
+                          "matmul_add takes 3-D inputs (B, M, K)")
+    if not isinstance(batch, (list, tuple)) or not batch:
+        raise ConfigError(f"suite.batch: expected a non-empty list, e.g. suite.batch=[1,4], "
+                          f"got {batch!r}")
+    no_duplicates(batch, "suite.batch")
+    sizes = [positive_int(b, "suite.batch") for b in batch]
+    return [shape if b == op.optional["B"] else {"B": b, **shape}
+            for b in sizes for shape in shapes]
+
+
+def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
+    check_keys(suite_cfg, "suite")
+    op = get_suite(_require(suite_cfg, "name", "suite")).op
+    shapes = _shapes(suite_cfg, op, device)
+    if "batch" in suite_cfg:
+        shapes = _batched(shapes, suite_cfg["batch"], op)
+    for shape in shapes:  # a shape the op cannot build fails here, not as failed rows
+        problem = op.shape_problem(shape)
+        if problem:
+            where = "suite.sizes" if "sizes" in suite_cfg else "suite.axes"
+            raise ConfigError(f"{where}: {params_text(shape)}: {problem}")
+    variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), op.name)
+    return SuiteSpec(
+        name=op.name,
+        shapes=tuple(tuple(s.items()) for s in shapes),
+        dtypes=_dtypes(_device_default(suite_cfg, "dtypes", device)),
+        variants=variants, baseline=baseline,
+        reference=reference_shape(suite_cfg.get("reference"), op),
+    )
+
+
+def auto_threads() -> tuple[int, str]:
+    """All usable cores but one. With every core in one OpenMP team, another process taking a
+    core stalls the whole team for a scheduler tick at every parallel region (a 10 us matmul
+    timed at 4-16 ms); one core left free absorbs the machine's other work. Measured on a
+    shared 2-core machine: see the README's "Timing on a shared machine"."""
+    usable = usable_cores()
+    threads = max(1, usable - 1)
+    return threads, f"auto: {threads} = usable cores ({usable}) - 1, one left for other processes"
+
+
+def params_text(shape: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in shape.items())
+
+
+def usable_cores() -> int:
+    return len(usable_cpus())
+
+
+def timing_spec(cfg: Mapping) -> TimingSpec:
+    check_keys(cfg, "timing")
+    threads = cfg.get("threads", "auto")
+    if threads == "auto":
+        threads, rule = auto_threads()
+    else:
+        threads, rule = positive_int(threads, "timing.threads"), "set: timing.threads"
+        if threads > usable_cores():  # oversubscribed threads time the scheduler, not the op
+            raise ConfigError(f"timing.threads: {threads} is more than the {usable_cores()} "
+                              "cores this process may use; accepted: 1 to "
+                              f"{usable_cores()}, or auto")
+    budget = cfg.get("budget_s")
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or not budget > 0 \
+            or math.isinf(budget):
+        raise ConfigError(f"timing.budget_s: {budget!r} is not a positive number of seconds")
+    limit = cfg.get("case_timeout_s", 0)
+    if not isinstance(limit, (int, float)) or isinstance(limit, bool) or not limit >= 0 \
+            or math.isinf(limit):  # nan would pass every comparison and switch the limit off
+        raise ConfigError(f"timing.case_timeout_s: {limit!r} is not a number of seconds (0: no "
+                          "limit)")
+    spec = TimingSpec(
+        preset=str(cfg.get("preset", "custom")), budget_s=float(budget),
+        min_samples=positive_int(cfg.get("min_samples"), "timing.min_samples"),
+        max_samples=positive_int(cfg.get("max_samples"), "timing.max_samples"),
+        warmup_calls=positive_int(cfg.get("warmup_calls"), "timing.warmup_calls"),
+        compile_warmup_calls=positive_int(cfg.get("compile_warmup_calls"), "timing.compile_warmup_calls"),
+        l2_flush=boolean(cfg.get("l2_flush", True), "timing.l2_flush"), threads=threads,
+        rounds=positive_int(cfg.get("rounds", 5), "timing.rounds"), threads_rule=rule,
+        case_timeout_s=float(limit),
+    )
+    if spec.max_samples < spec.min_samples:
+        raise ConfigError(f"timing.max_samples: {spec.max_samples} is below timing.min_samples "
+                          f"({spec.min_samples})")
+    return spec
+
+
+MAX_ACTIVE = 100  # profile=many takes 20 active steps; 100,000 grew past 5 GB
+MAX_SEED = 2**32 - 1  # what every seeded generator accepts (numpy's is the narrowest)
+
+
+def _at_most(value: int, most: int, key: str, why: str) -> int:
+    if value > most:
+        raise ConfigError(f"{key}: {value} is more than {most} ({why})")
+    return value
+
+
+def profile_spec(cfg: Mapping) -> ProfileSpec:
+    check_keys(cfg, "profile")
+    return ProfileSpec(
+        enabled=boolean(cfg.get("enabled", True), "profile.enabled"),
+        wait=non_negative_int(cfg.get("wait", 1), "profile.wait"),
+        warmup=non_negative_int(cfg.get("warmup", 1), "profile.warmup"),
+        active=_at_most(positive_int(cfg.get("active", 3), "profile.active"), MAX_ACTIVE,
+                        "profile.active", "every event of the active steps is held in memory"),
+        record_shapes=boolean(cfg.get("record_shapes", True), "profile.record_shapes"),
+        row_limit=positive_int(cfg.get("row_limit", 25), "profile.row_limit"),
+    )
+
+
+def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
+    """`cfg` is the composed config as plain dicts and lists (OmegaConf.to_container)."""
+    check_keys(cfg, "config")
+    device = resolve_device(cfg.get("device", "auto"))
+    seed = cfg.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed: {seed!r} is not an integer from 0 to {MAX_SEED}")
+    return RunSpec(
+        suite=suite_spec(_require(cfg, "suite", "config"), device),
+        device=device,
+        timing=timing_spec(_require(cfg, "timing", "config")),
+        profile=profile_spec(_require(cfg, "profile", "config")),
+        seed=seed,
+        calibrate=boolean(cfg.get("calibrate", True), "calibrate"),
+        progress=boolean(cfg.get("progress", True), "progress"),
+        out_dir=Path(out_dir),
+        resume=boolean(cfg.get("resume", False), "resume"),
+        config={k: v for k, v in cfg.items() if k != "resume"},
+    )
+
+
+def resume_problem(state: dict | None, config: dict) -> str | None:
+    """Why a run folder cannot be resumed with this config, or None: it must hold a run that
+    did not complete, made with the same resolved config (a different grid or timing would mix
+    two experiments in one table)."""
+    if state is None:
+        return "holds no run.json: nothing to resume (or a run from before resume existed)"
+    if state.get("state") == COMPLETE:
+        return "its run is complete: nothing to resume"
+    if still_running(state):
+        return f"its run is still running (pid {state.get('pid')}): stop it first"
+    return _first_difference(state.get("config") or {}, config, "")
+
+
+def same_config(state: dict, config: dict) -> bool:
+    return _first_difference(state.get("config") or {}, config, "") is None
+
+
+def _first_difference(then, now, where: str) -> str | None:
+    if isinstance(then, dict) and isinstance(now, dict):
+        for key in list(then) + [k for k in now if k not in then]:
+            found = _first_difference(then.get(key), now.get(key), f"{where}.{key}".lstrip("."))
+            if found:
+                return found
+        return None
+    if then != now:
+        return (f"the interrupted run had {where}={then!r}, this one {now!r}: give the same "
+                "overrides to resume")
+    return None

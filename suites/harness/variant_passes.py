@@ -1,0 +1,194 @@
+"""One (case, variant) before and after the timing rounds: support check, first call, warm-up
+and correctness (`prepare`), then the profiling pass (`profile`); every pass in one grad mode
+(`pass_scope`).
+
+Whatever happens, the result is a row: `skipped` with the reason the variant or the harness
+gave, `failed` with the exception, `incorrect` with the error numbers (and not timed); the
+rest become contenders in the case's timing rounds (suites/harness/case_run.py).
+"""
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from kernels.base import Case, Op, Variant
+from kernels.triton.runtime import kernels_interpreted
+from suites.harness import correctness, timing
+from suites.harness.derived import new_row
+from suites.harness.rounds import SELF_WARMING_US, Contender
+from suites.traces.call_profile import CallProfile
+from suites.harness.profile_pass import capture
+from suites.traces.memory import peak_mb
+from suites.traces.op_kinds import sdpa_backend
+from suites.traces.steps import analyze
+from suites.traces.events import read_trace
+from suites.results.columns import Status
+from suites.results.row import ProfileStats, ResultRow
+from suites.config.run_spec import RunSpec
+
+# Triton's interpreter runs kernels orders of magnitude slower than compiled code: correct
+# answers, meaningless times. A run never times it, so off CUDA the Triton rows are skipped.
+NOT_TIMED_INTERPRETED = ("Triton kernels need a CUDA GPU to be timed; on CPU they run only under "
+                         "TRITON_INTERPRET=1, for correctness tests")
+NOT_TIMED_INTERPRETER_ON = ("TRITON_INTERPRET=1 is set: the Triton kernels run interpreted, "
+                            "which is never timed; unset it to time them on the GPU")
+
+
+@dataclass
+class Prepared:
+    """A variant after its first call and correctness check: either a final row (skipped,
+    failed, incorrect) or a contender for the timing rounds."""
+
+    row: ResultRow
+    variant: Variant
+    contender: Contender | None = None
+
+
+def not_timed_here(variant: Variant, case: Case) -> str | None:
+    """The harness's own rule, on top of what the variant supports: it never times a kernel
+    that can only run interpreted here."""
+    if variant.family != "triton":
+        return None
+    if case.device_type != "cuda":
+        return NOT_TIMED_INTERPRETED
+    return NOT_TIMED_INTERPRETER_ON if kernels_interpreted() else None
+
+
+def _generator(case: Case, offset: int) -> torch.Generator:
+    return torch.Generator(device=case.device).manual_seed(case.seed * 1000 + offset)
+
+
+def short_error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
+
+
+def _fx_cache_counts() -> tuple[int, int]:
+    from torch._dynamo.utils import counters
+
+    return counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+
+
+def _graph_count() -> int:
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
+
+
+def cuda_peak_mb(call) -> float:
+    """What one call allocates at its peak beyond what was allocated before it (the inputs):
+    the allocator's high-water mark around the call, reset first."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    call()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / 2 ** 20
+
+
+def _fx_cache_outcome(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """Whether the first call compiled from scratch or loaded Inductor's cached graph: a warm
+    cache makes compile_ms several times smaller, so the row says which it was."""
+    hits, misses = after[0] - before[0], after[1] - before[1]
+    return "miss" if misses else ("hit" if hits else "none")
+
+
+def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]:
+    stem = f"{case.id}__{variant}"
+    return out_dir / "traces" / f"{stem}.json.gz", out_dir / "tables" / f"{stem}.txt"
+
+
+def prepare(op: Op, variant: Variant, case: Case, spec: RunSpec,
+            baseline_err: float | None) -> Prepared:
+    """Support check, inputs, the first call, the warm-up calls and the correctness check."""
+    row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
+    reason = not_timed_here(variant, case) or variant.supports(case)
+    if reason:
+        row.status, row.reason = Status.SKIPPED, reason
+        return Prepared(row, variant)
+    try:
+        with pass_scope(variant):
+            call = _prepare(op, variant, case, spec, baseline_err, row)
+    except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
+        row.status, row.reason = Status.FAILED, short_error(exc)
+        return Prepared(row, variant)
+    if call is None:
+        return Prepared(row, variant)
+    return Prepared(row, variant, Contender(variant.name, call, lambda: pass_scope(variant)))
+
+
+@contextmanager
+def pass_scope(variant: Variant):
+    """Every pass of a variant (first call, warm-up, check, timing rounds, profile): its own
+    settings, in one grad mode, inference. Dynamo guards on grad mode: a check under no_grad
+    and timing with grad on compiled two graphs, and the timed one was never checked."""
+    with torch.no_grad(), variant.scope():
+        yield
+
+
+def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
+    device_type = case.device_type
+    inputs = op.make_inputs(case, _generator(case, 0))
+    call = variant.prepare(case, inputs)
+    before, graphs = _fx_cache_counts(), _graph_count()
+    row.first_call_ms = timing.time_first_call(call, device_type)
+    if variant.family == "compile":
+        row.compile_cache = _fx_cache_outcome(before, _fx_cache_counts())
+
+    if variant.family == "compile":  # guards, autotuning and CUDA-graph capture settle
+        timing.warm_up(call, device_type, spec.timing.compile_warmup_calls)
+    else:
+        timing.warm_up(call, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
+    # Checked after the warm-up, so the checked call is one like the timed ones: for
+    # mode='reduce-overhead', a replay of the captured CUDA graph, not a recording call.
+    row.check = correctness.check_call(op, case, inputs, call, baseline_err, _generator(case, 1))
+    if variant.family == "compile":  # one per shape: a fresh dynamo per case (case_run.py)
+        row.compile_graphs = _graph_count() - graphs
+    if not row.check.passed:
+        row.status, row.reason = Status.INCORRECT, row.check.problem
+        return None
+    if device_type == "cuda" and not variant.replays:  # a CPU run reads the profile's events
+        # A CUDA-graph replay allocates nothing: its memory is the pool its capture took.
+        try:
+            row.peak_mem_mb = cuda_peak_mb(call)
+        except Exception as exc:  # a checked row stays one: its peak is unknown, and says why
+            row.reason = f"peak memory not measured: {short_error(exc)}"
+    return call
+
+
+def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None:
+    """The profiling pass of a timed variant: the trace, its table and the row's profile part.
+    A failure leaves the timing standing and says why the profile columns are empty."""
+    row, contender = prepared.row, prepared.contender
+    if not spec.profile.enabled or contender is None or contender.failed:
+        return None
+    trace_path, table_path = artifact_paths(spec.out_dir, case, row.variant)
+    try:
+        with contender.scope():
+            # The same cold L2 as the timing pass, so device time and the median compare.
+            capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
+                    table_path, before_call=timing.l2_flusher(spec.timing, case.device_type))
+        shapes = prepared.variant.gemm_shapes(case) if prepared.variant.gemm_shapes else ()
+        result = CallProfile(analyze(read_trace(trace_path), label=row.variant),
+                             gemm_shapes=shapes)
+        if case.device_type == "cpu":  # NaN where the trace holds no memory event in a call
+            row.peak_mem_mb = peak_mb(trace_path, row.variant, "cpu")
+        row.profile = ProfileStats(**result.metrics(),
+                                   backend=sdpa_backend(result.ops_per_call()),
+                                   trace=str(trace_path.relative_to(spec.out_dir)),
+                                   table=str(table_path.relative_to(spec.out_dir)))
+        return result
+    except Exception as exc:
+        row.reason = f"profiling failed: {short_error(exc)}"
+        return None
+
+
+def release(case: Case) -> None:
+    """After a case: free its tensors before the next case allocates."""
+    gc.collect()
+    if case.device_type == "cuda":
+        torch.cuda.empty_cache()

@@ -1,1 +1,0 @@
-"""Profiling: capture traces with torch.profiler, read any Chrome trace back, analyse it."""

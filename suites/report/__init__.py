@@ -1,1 +1,0 @@
-"""Reporting: the console summary, plots, and the self-contained HTML report."""

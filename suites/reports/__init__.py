@@ -1,0 +1,2 @@
+"""What a reader sees: a small render kit (kit/) and, on it, the run report (run/), the ladder
+across blocks (ladder/) and the comparison of two runs (compare/)."""

@@ -1,0 +1,118 @@
+"""The join of A and B: one row per (suite, case_id, variant) found on either side, nothing
+dropped; rows that cannot be compared say why in `note` (a `noisy` row, too few clean rounds,
+a row only one side has). `n_a`, `n_b`: the clean rounds each side's verdict rests on."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from suites.reports.compare import round_ratio as rr
+from suites.reports.compare.loading import Side
+from suites.results.columns import KEY, Status
+
+COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
+           "ci_low", "ci_high", "verdict", "n_a", "n_b", "status_a", "status_b", "note"]
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class Rule:
+    noise_floor: float = rr.NOISE_FLOOR
+    min_rounds: int = rr.MIN_ROUNDS
+
+    def __post_init__(self):
+        if self.min_rounds < 2:  # a spread needs two rounds a side
+            raise ValueError(f"min_rounds {self.min_rounds}: at least 2")
+
+
+def _value(row, column):
+    if row is None or column not in row.index:
+        return None
+    value = row[column]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _ok_value(row, column):
+    """A figure of an ok row; a noisy row's figures are not results, so they are not shown."""
+    return _value(row, column) if row is not None and row["status"] == Status.OK else None
+
+
+def _status_note(label: str, row) -> str:
+    reason = _value(row, "reason")
+    return f"{label} {row['status']}" + (f": {reason}" if reason else "")
+
+
+def _judge(out: dict, a_rounds, b_rounds, rule: Rule) -> None:
+    """Fill ratio, CI, verdict and note for a row that is ok on both sides."""
+    if min(out["n_a"], out["n_b"]) < rule.min_rounds:
+        # Still show the ratio of the recorded medians: useful, just not a decision.
+        a, b = out["median_a_us"], out["median_b_us"]
+        out["ratio"] = b / a if a and b and a > 0 else NAN
+        out["verdict"] = "not comparable"
+        out["note"] = (f"too few rounds (A {out['n_a']}, B {out['n_b']}; {rule.min_rounds} clean "
+                       "rounds a side needed): ratio of recorded medians, no CI")
+        return
+    ci = rr.ratio_ci(a_rounds, b_rounds)
+    out.update(ratio=ci.ratio, ci_low=ci.low, ci_high=ci.high,
+               verdict=rr.verdict(ci, rule.noise_floor))
+    out["note"] = rr.same_note(ci, rule.noise_floor) if out["verdict"] == "same" else ""
+
+
+def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
+    a_rounds, b_rounds = side_a.rounds.get(key), side_b.rounds.get(key)
+    out = dict(zip(KEY, key))
+    out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
+               median_a_us=_ok_value(a, "median_us"), median_b_us=_ok_value(b, "median_us"),
+               ratio=NAN, ci_low=NAN, ci_high=NAN,
+               n_a=0 if a_rounds is None else len(a_rounds),
+               n_b=0 if b_rounds is None else len(b_rounds),
+               status_a=_value(a, "status"), status_b=_value(b, "status"), note="")
+    if a is None or b is None:
+        label, row = ("B", b) if a is None else ("A", a)
+        out["verdict"] = f"only in {label}"
+        out["note"] = "" if row["status"] == Status.OK else _status_note(label, row)
+    elif a["status"] != Status.OK or b["status"] != Status.OK:
+        out["verdict"] = "not comparable"
+        if (a["status"], a["reason"]) == (b["status"], b["reason"]):
+            out["note"] = _status_note("A and B", a)  # one sentence, not the same one twice
+        else:
+            out["note"] = "; ".join(_status_note(label, row) for label, row in (("A", a), ("B", b))
+                                    if row["status"] != Status.OK)
+    else:
+        _judge(out, a_rounds, b_rounds, rule)
+    return out
+
+
+def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule()) -> pd.DataFrame:
+    """A's rows in A's order, then the rows only B has, in B's order."""
+    a_rows = {tuple(r[k] for k in KEY): r for _, r in side_a.rows.iterrows()}
+    b_rows = {tuple(r[k] for k in KEY): r for _, r in side_b.rows.iterrows()}
+    keys = list(a_rows) + [k for k in b_rows if k not in a_rows]
+    pairs = [_pair(k, a_rows.get(k), b_rows.get(k), side_a, side_b, rule) for k in keys]
+    return pd.DataFrame(pairs, columns=COLUMNS)
+
+
+def summary_lines(frame: pd.DataFrame) -> list[str]:
+    """Counts per verdict, then the largest speedup and slowdown among decided rows."""
+    counts = frame["verdict"].value_counts()
+    order = ["faster", "slower", "same", "not comparable", "only in A", "only in B"]
+    lines = [f"{len(frame)} rows: " + ", ".join(f"{counts[v]} {v}" for v in order if v in counts)]
+    decided = frame[frame["verdict"].isin(["faster", "slower"])]
+    for verdict, pick in (("faster", "idxmin"), ("slower", "idxmax")):
+        rows = decided[decided["verdict"] == verdict]
+        if rows.empty:
+            lines.append(f"largest {'speedup' if verdict == 'faster' else 'slowdown'}: none")
+            continue
+        row = rows.loc[getattr(rows["ratio"], pick)()]
+        word = "speedup" if verdict == "faster" else "slowdown"
+        factor = 1 / row["ratio"] if verdict == "faster" else row["ratio"]
+        times = f"{factor:,.0f}x" if factor >= 100 else f"{factor:.3g}x"
+        lines.append(f"largest {word}: {row['case_id']} {row['variant']}: B/A {row['ratio']:.3g} "
+                     f"(CI {row['ci_low']:.3g} to {row['ci_high']:.3g}), B {times} "
+                     f"{'faster' if verdict == 'faster' else 'slower'}")
+    both = frame["status_a"].notna() & frame["status_b"].notna()
+    if len(frame) and not both.any():
+        lines.append("no row is in both A and B: are these the same suite and grid?")
+    return lines

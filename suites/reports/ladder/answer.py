@@ -1,0 +1,120 @@
+"""The first screen of the ladder report: at each block's reference shape, does a fused form pay
+off against the block's baseline, and where does the baseline's time go.
+
+From the ladder table (suites/reports/ladder/table.py): one line per (block, dtype, machine) with each
+family's fastest ok variant classed by its 95% interval (suites/reports/run/verdicts.py), the
+families with no result and why, the baseline's kernels and device time per call; a headline
+naming the blocks where some family is faster; and a small plot of those speedups.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib import ticker  # noqa: E402
+
+from kernels import registry  # noqa: E402
+from kernels.base import DTYPE_SHORT  # noqa: E402
+from suites.reports.kit.label_fit import save_png  # noqa: E402
+from suites.common.numbers import plain  # noqa: E402
+from suites.reports.run.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, classify  # noqa: E402
+from suites.results.columns import Status  # noqa: E402
+
+WORDS = {FASTER: "faster", SLOWER: "slower", SAME: f"the same within {SAME_WITHIN:.0%}"}
+
+
+def _block(rows: pd.DataFrame) -> str:
+    first = rows.iloc[0]
+    where = " on " + first["machine"] if first.get("machine") else ""
+    return f"{first['suite']} {DTYPE_SHORT.get(first['dtype'], first['dtype'])} at " \
+           f"{first['shape']}{where}"
+
+
+def _baseline_name(suite: str) -> str:
+    try:
+        return registry.get_op(suite).baseline
+    except registry.UnknownNameError:  # a run of a suite this version does not have
+        return "eager"
+
+
+def _paired(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every row with a speedup but the block's baseline itself (a faster variant of the
+    baseline's family, attention's naive_inplace, is a row like any other)."""
+    base = rows["suite"].map(_baseline_name)
+    ok = rows[(rows["status"] == Status.OK) & rows["speedup"].notna() & (rows["variant"] != base)]
+    return ok.assign(cls=[classify(r.speedup, r.speedup_low, r.speedup_high)
+                          for r in ok.itertuples()])
+
+
+def _family(r) -> str:
+    interval = "" if pd.isna(r.speedup_low) else f" ({r.speedup_low:.3g}-{r.speedup_high:.3g})"
+    who = r.variant if r.variant == r.family else f"{r.family} {r.variant}"
+    return f"{who} {WORDS.get(r.cls, 'unclear')}, {r.speedup:.3g}x{interval}"
+
+
+def _baseline(rows: pd.DataFrame) -> str | None:
+    name = _baseline_name(rows.iloc[0]["suite"])
+    base = rows[(rows["variant"] == name) & (rows["status"] == Status.OK)]
+    if base.empty:
+        status = rows.loc[rows["variant"] == name, "status"]
+        if len(status):
+            return f"baseline {name} {status.iloc[0]}: no speedups"
+        return (f"baseline {name}: its kernels are not in the table (its family's row shows a "
+                "faster variant)")
+    b = base.iloc[0]
+    return (f"{b['variant']}: {plain(b['n_kernels'])} kernels per call, device work "
+            f"{plain(b['device_us'])} us in a {plain(b['host_us'])} us host span")
+
+
+def lines(table: pd.DataFrame) -> tuple[str, list[str]]:
+    """(headline, one line per block)."""
+    out, paying = [], []
+    keys = ["suite", "dtype", "machine"] if "machine" in table else ["suite", "dtype"]
+    for _, rows in table.groupby(keys, sort=False):
+        paired = _paired(rows)
+        parts = [_family(r) for r in paired.itertuples()]
+        base = _baseline_name(rows.iloc[0]["suite"])
+        missing = rows[(rows["variant"] != base) & ~rows.index.isin(paired.index)]
+        parts += [f"{r.family} {r.status}" for r in missing.itertuples()]
+        base = _baseline(rows)
+        out.append(f"{_block(rows)}: " + "; ".join(parts + ([base] if base else [])))
+        if (paired["cls"] == FASTER).any():
+            best = paired.loc[paired["speedup"].idxmax()]
+            paying.append(f"{rows.iloc[0]['suite']} ({best['variant']} {best['speedup']:.3g}x)")
+    blocks = table["suite"].nunique()
+    if paying:
+        head = (f"A fused form pays off at the reference shape of {len(paying)} of {blocks} "
+                f"block(s): {', '.join(paying)}.")
+    else:
+        head = f"No fused form is faster than its baseline at any of the {blocks} block(s)."
+    return head, out
+
+
+def plot(table: pd.DataFrame, path: Path) -> Path | None:
+    """Each block's families against its baseline: speedup and 95% interval, log scale."""
+    paired = _paired(table)
+    if paired.empty:
+        return None
+    labels = [f"{r.suite} {DTYPE_SHORT.get(r.dtype, r.dtype)}: {r.variant}"
+              for r in paired.itertuples()]
+    fig, ax = plt.subplots(figsize=(5.4, 0.32 * len(paired) + 1.0))
+    ys = range(len(paired))
+    errors = [(paired["speedup"] - paired["speedup_low"]).clip(lower=0).fillna(0),
+              (paired["speedup_high"] - paired["speedup"]).clip(lower=0).fillna(0)]
+    colors = {FASTER: "#2a9d4b", SLOWER: "#c0392b"}
+    ax.barh(ys, paired["speedup"], xerr=errors, color=[colors.get(c, "#999999")
+                                                       for c in paired["cls"]], capsize=2)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel("speedup over the block's baseline (green: faster, red: slower)", fontsize=7)
+    fig.tight_layout()
+    return save_png(fig, path, dpi=100)

@@ -1,0 +1,182 @@
+"""The first screen of a report: does fusion pay off here, and where does the time go.
+
+Three short answers, each from numbers the run measured:
+- per variant family against the baseline: in how many cases it is faster, the same, slower or
+  unclear by the intervals of the timing rounds (suites/reports/run/verdicts.py), with the range of
+  its speedups, and for torch.compile the calls it takes to repay its first call;
+- one line on whether any fused form pays off at all;
+- where the baseline's time goes, case by case, from its primary verdict (overhead-, compute-,
+  memory-bound...) and the share of a call that is exposed overhead.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from kernels.base import DTYPE_SHORT
+from suites.traces.findings.codes import BOUND_CODES
+from suites.reports.kit import breakeven as be
+from suites.reports.run.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, UNCLEAR, classify
+from suites.results.columns import Status
+from suites.common.text import cut
+
+REASON_WIDTH = 110  # a not-run reason in the answer: its full text is in the table below
+
+FAMILY_WORDS = {"library": "the fused library call", "compile": "torch.compile",
+                "triton": "the hand-written Triton kernels", "eager": "eager variants"}
+
+
+def case_namer(frame: pd.DataFrame, size_axis: str, params: list[str]):
+    """row -> a short name of its case, e.g. `M64 fp32` (square sweeps name the size axis only,
+    others every parameter that varies in the run)."""
+    present = [p for p in params if p in frame]
+    varying = [p for p in present if frame[p].nunique() > 1]
+    if size_axis in varying and (frame.groupby(size_axis)[varying].nunique() <= 1).all().all():
+        varying = [size_axis]
+    dtypes = frame["dtype"].nunique() > 1
+
+    def name(row) -> str:
+        where = "-".join(f"{p}{row[p]}" for p in varying) or str(row["case_id"])
+        return f"{where} {DTYPE_SHORT.get(row['dtype'], row['dtype'])}" if dtypes else where
+    return name
+
+
+def _classes(rows: pd.DataFrame) -> pd.Series:
+    """Each row's class by its speedup interval; None for a row with no paired speedup."""
+    return pd.Series([classify(r.speedup, r.speedup_low, r.speedup_high)
+                      if r.status == Status.OK and r.speedup == r.speedup else None
+                      for r in rows.itertuples()], index=rows.index, dtype=object)
+
+
+def _count_phrase(rows: pd.DataFrame) -> str:
+    """`faster in 2 of 12 rows (1.06x-1.14x), unclear in 9 (0.95x-1.09x), noisy in 1`."""
+    classes = _classes(rows)
+    words = {FASTER: "faster", SAME: f"the same within {SAME_WITHIN:.0%}", SLOWER: "slower",
+             UNCLEAR: "unclear"}
+    counted = []  # (what, how many, figure)
+    for cls in (FASTER, SAME, SLOWER, UNCLEAR):
+        hit = rows[classes == cls]
+        if not hit.empty:
+            low, high = hit["speedup"].min(), hit["speedup"].max()
+            figure = f"{low:.3g}x" if math.isclose(low, high) else f"{low:.3g}x-{high:.3g}x"
+            counted.append((words[cls], len(hit), f" ({figure})"))
+    for status, n in rows.loc[classes.isna(), "status"].value_counts().items():
+        counted.append(("not paired" if status == Status.OK else str(status), n, ""))
+    return ", ".join(f"{what} in {n}{f' of {len(rows)} rows' if i == 0 else ''}{figure}"
+                     for i, (what, n, figure) in enumerate(counted))
+
+
+def _breakeven(rows: pd.DataFrame, frame: pd.DataFrame, baseline: str, name) -> str | None:
+    """torch.compile's first call against what it saves per call, at the largest case it ran
+    (suites/reports/kit/breakeven.py, as the ladder report states it across runs). A saving counts
+    only where the compile is faster by its interval: a median difference inside the noise
+    would repay nothing."""
+    table = be.breakeven_table(frame[frame["variant"].isin([*rows["variant"], baseline])]
+                               .assign(choice=""), "", baseline)
+    faster = set(rows.loc[_classes(rows) == FASTER, "case_id"])
+    measured = table[table["verdict"].str.startswith("after") | (table["verdict"] == be.NEVER)]
+    if measured.empty:
+        return None
+    largest = measured.loc[measured["flops"].idxmax()]
+    where = name(frame[frame["case_id"] == largest["case_id"]].iloc[0])
+    cost = f"its first call ({largest['compile_ms']:.3g} ms)"
+    if largest["case_id"] in faster:
+        first = f"repays {cost} {largest['verdict']} at {where}"
+    else:
+        first = f"does not repay {cost} at {where}: not faster per call by its interval"
+    pays = measured["case_id"].isin(faster).sum()
+    return f"{first}; it repays it at {pays} of {len(measured)} cases"
+
+
+def _graphs(rows: pd.DataFrame) -> str:
+    """Per compile variant: the graphs it built over the sweep and its compile time. Each case
+    compiles afresh (a fresh dynamo per case, so a shape is specialised statically, where a
+    Triton kernel takes any shape): one graph per case, more where the code breaks the graph."""
+    if "compile_graphs" not in rows or rows["compile_graphs"].isna().all():
+        return ""
+    parts = []
+    for variant, mine in rows[rows["compile_graphs"].notna()].groupby("variant", sort=False):
+        graphs, cases = int(mine["compile_graphs"].sum()), mine["case_id"].nunique()
+        breaks = " (graph breaks)" if graphs > cases else ""
+        parts.append(f"{variant} built {graphs} graph{'s' * (graphs != 1)} for {cases} "
+                     f"shape{'s' * (cases != 1)}{breaks}, {mine['compile_ms'].sum() / 1e3:.3g} s "
+                     "of compiling in all")
+    return "; " + "; ".join(parts)
+
+
+def family_lines(frame: pd.DataFrame, baseline: str, name) -> list[str]:
+    """One line per variant family other than the baseline's own."""
+    lines = []
+    base_family = frame.loc[frame["variant"] == baseline, "family"]
+    for family, rows in frame[frame["variant"] != baseline].groupby("family", sort=False):
+        variants = ", ".join(dict.fromkeys(rows["variant"]))
+        paired = rows[(rows["status"] == Status.OK) & rows["speedup"].notna()]
+        label = f"{FAMILY_WORDS.get(family, family)} ({variants})"
+        if paired.empty:
+            reasons = rows.groupby("status")["reason"].first()
+            said = "; ".join(f"{status} on {int((rows['status'] == status).sum())} rows: "
+                             f"{cut(str(reason), REASON_WIDTH)}"
+                             for status, reason in reasons.items())
+            lines.append(f"{label}: no speedup measured ({said})")
+            continue
+        line = f"{label}: {_count_phrase(rows)}"
+        if family == "compile":
+            repay = _breakeven(rows, frame, baseline, name)
+            line += f"; {repay}" if repay else ""
+            line += _graphs(rows)
+        lines.append(line)
+    if base_family.empty:
+        lines.append(f"the baseline {baseline} did not run: no speedups")
+    return lines
+
+
+def pays_off(frame: pd.DataFrame, baseline: str, name) -> str:
+    """Whether any fused form (a library call, torch.compile, a Triton kernel: not another
+    eager form, such as attention's in-place naive) is faster than the baseline anywhere."""
+    paired = frame[(frame["status"] == Status.OK) & frame["speedup"].notna()
+                   & (frame["variant"] != baseline) & (frame["family"] != "eager")]
+    if paired.empty:
+        return f"Nothing to compare: no variant has a paired speedup against {baseline}."
+    faster = paired[_classes(paired) == FASTER]
+    if faster.empty:
+        return (f"Fusion does not pay off here: no variant is faster than {baseline} in any case "
+                "by its 95% interval.")
+    best = faster.loc[faster["speedup"].idxmax()]
+    cases = faster["case_id"].nunique()
+    return (f"Fusion pays off in {cases} of {frame['case_id'].nunique()} cases; the largest "
+            f"gain: {best['variant']} at {name(best)}, {best['speedup']:.3g}x "
+            f"({best['speedup_low']:.3g}-{best['speedup_high']:.3g}).")
+
+
+def where_time_goes(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str, name) -> str | None:
+    """The baseline's primary verdict per case, as stretches, and its exposed overhead at each
+    dtype's smallest and largest case: `eager is overhead-bound at M64 fp32 and compute-bound
+    at M128 fp32 to M2048 bf16; exposed overhead 29% of a call at M64 fp32, 0% at M2048 fp32`."""
+    base = frame[(frame["variant"] == baseline) & (frame["status"] == Status.OK)]
+    if base.empty:
+        return None
+    bound = findings[(findings["variant"] == baseline) & findings["code"].isin(BOUND_CODES)]
+    verdict = dict(zip(bound["case_id"], bound["code"]))
+    stretches: list[tuple[str, list]] = []
+    for _, row in base.iterrows():
+        code = str(verdict.get(row["case_id"], "not profiled")).replace("_", "-")
+        if stretches and stretches[-1][0] == code:
+            stretches[-1][1].append(row)
+        else:
+            stretches.append((code, [row]))
+    if len(stretches) == 1:
+        said = f"{stretches[0][0]} in every case"
+    else:
+        said = " and ".join(f"{code} at {name(rows[0])}" if len(rows) == 1 else
+                            f"{code} at {name(rows[0])} to {name(rows[-1])}"
+                            for code, rows in stretches)
+    shares = []
+    for _, rows in base.groupby("dtype", sort=False):
+        ends = rows.iloc[[0, -1]] if len(rows) > 1 else rows
+        shares += [f"{r['exposed_overhead_us'] / r['median_us']:.0%} at {name(r)}"
+                   for _, r in ends.iterrows()
+                   if r["median_us"] and r["exposed_overhead_us"] == r["exposed_overhead_us"]]
+    overhead = f"; exposed overhead (host and launch work the device waits on) is " \
+               f"{', '.join(shares)} of a call" if shares else ""
+    return f"Where the time goes: {baseline} is {said}{overhead}."

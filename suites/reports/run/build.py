@@ -1,0 +1,181 @@
+"""Assemble a run's report: plots in plots/, then report.html from the tables and findings."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from kernels import registry
+from kernels.base import Op
+from suites.common.errors import ConfigError
+from suites.reports.kit import page as hp
+from suites.reports.kit.banner import banner_html, banner_lines
+from suites.results import atomic
+from suites.results.journal import read_state
+from suites.results.run_folders import read_env, table_problems
+from suites.reports.run.conventions import conventions_html
+from suites.reports.run.narrative import case_lines, headline
+from suites.reports.run.verdicts import verdict_lines
+from suites.reports.run import answer
+from suites.reports.run import shared_findings as sf
+from suites.reports.run import hotspots, tree_section as op_trees
+from suites.reports.run.plots import answer as plot_answer
+from suites.reports.run.plots import write_plots
+from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
+from suites.results.columns import KEY, Status, headers
+from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
+from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, MEASUREMENTS_CSV, read_kernels,
+                                   read_measurements, with_columns)
+
+# rounds, GB/s, the modelled bytes and the profile's device ratio (its finding says when it
+# disagrees) stay in measurements.csv: the table must fit 1400 px with the GPU-only columns
+# (kernel us, kernel speedup, launch us, SDPA backend) filled (tests/test_report_page.py).
+RESULT_COLUMNS = headers([
+    "case_id", "variant", "median_us", "p10_us", "p90_us", "speedup", "speedup_low",
+    "speedup_high", "kernel_us", "kernel_speedup", "host_us", "device_us",
+    "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "pct_peak", "peak_mem_mb",
+    "backend", "first_call_ms", "scaled_err", "trace"])
+NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
+FINDING_COLUMNS = headers([c for c in FINDINGS_TABLE if c != "suite"])
+# Documented at the end of the report: what its tables show, and the models behind them.
+EXPLAINED = [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "flops", "bytes", "tolerance"]
+
+
+def _meta(env: dict) -> str:
+    device = env.get("gpu") or env.get("cpu", "")
+    peaks = env.get("peaks")
+    peak_text = ""
+    if peaks:
+        flops = ", ".join(f"{d} {v:.3g} TFLOP/s" for d, v in peaks["matmul_tflops"].items())
+        probes = len(env.get("peak_probes") or [peaks])
+        peak_text = (f" Measured peaks (best of {probes} probe{'s' * (probes != 1)}): {flops}; "
+                     f"copy {peaks['copy_gbps']:.3g} GB/s.")
+    return html.escape(
+        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} thread{'s' * (env.get('threads') != 1)} "
+        f"({env.get('threads_rule', 'as set')}); "
+        f"torch {env.get('torch')}, triton {env.get('triton')}, commit {env.get('fusebench_commit')}; "
+        f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
+
+
+def _measured_section(op: Op, frame: pd.DataFrame) -> str:
+    """The block, and each variant of the run with what it runs."""
+    items = []
+    for name in dict.fromkeys(frame["variant"]):
+        try:
+            variant = registry.get_variant(op.name, name)
+        except registry.UnknownNameError:  # a row edited in, or a variant since removed
+            items.append(f"{name}: not a variant of {op.name} in this version of fusebench")
+            continue
+        items.append(f"{name} ({variant.family}): {variant.description}")
+    cases = frame["case_id"].nunique()
+    return (f"<p>{html.escape(op.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
+
+
+def _answer_section(frame: pd.DataFrame, findings: pd.DataFrame, op: Op, name,
+                    plot: Path | None) -> str:
+    """The first screen: does fusion pay off, per family, and where the time goes, beside a
+    small plot of the speedups (suites/reports/run/answer.py)."""
+    baseline = op.baseline
+    where = answer.where_time_goes(frame, findings, baseline, name)
+    text = (f"<p id='verdict'><b>{html.escape(answer.pays_off(frame, baseline, name))}</b></p>"
+            + hp.bullet_list(answer.family_lines(frame, baseline, name))
+            + (f"<p>{html.escape(where)}</p>" if where else ""))
+    return hp.answer_block(text, plot)
+
+
+def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
+                      name) -> str:
+    """Findings that hold across cases once, with where they hold; then each case's own."""
+    all_cases = list(dict.fromkeys(frame["case_id"]))
+    name_of = {r["case_id"]: name(r) for _, r in frame.drop_duplicates("case_id").iterrows()}
+    shared = [g for g in sf.group(findings, (*BOUND_CODES, *CHANGE_CODES))
+              if len(g.cases) > 1]
+    said = {(c, v, g.code) for g in shared for c, v in g.keys}
+    parts = [hp.bullet_list(headline(frame, baseline))]
+    if shared:
+        parts.append("<h3>Across cases</h3>" + hp.bullet_list(
+            f"{g.text()} ({sf.where(g, all_cases, name_of)})" for g in shared))
+    only_fastest = []  # a case with nothing of its own to say: one line in a common list
+    for case_id, lines in case_lines(frame, findings, baseline, said):
+        if len(lines) == 1:
+            only_fastest.append(f"{name_of.get(case_id, case_id)}: {lines[0]}")
+        else:
+            parts.append(f"<h3>{html.escape(case_id)}</h3>{hp.bullet_list(lines)}")
+    if only_fastest:
+        parts.append("<h3>Fastest per case</h3>" + hp.bullet_list(only_fastest))
+    return "".join(parts)
+
+
+def _flag_above_peak(ok: pd.DataFrame) -> pd.DataFrame:
+    """% roofline above 100 is shown with a flag, never as a plain number."""
+    return ok.assign(pct_peak=[f"{v:.3g} (above peak: see findings)" if v > 100 else v
+                               for v in ok["pct_peak"]])
+
+
+def write_report(run_dir: Path) -> Path:
+    """Plots and report.html from a run folder's files, so a report can be rebuilt at any time:
+    python -m suites.report <run folder>."""
+    run_dir = Path(run_dir)
+    frame = with_columns(read_measurements(run_dir),
+                         [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "speedup_low", "speedup_high"])
+    state = read_state(run_dir)
+    problems = table_problems(run_dir, frame, state)
+    try:
+        findings = pd.read_csv(run_dir / FINDINGS_CSV)
+    except (FileNotFoundError, *CSV_ERRORS):  # said in the banner (table_problems)
+        findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
+    if lacking := [c for c in FINDINGS_TABLE if c not in findings.columns]:
+        problems.append(f"{run_dir / FINDINGS_CSV}: no column(s) {', '.join(lacking)} (edited "
+                        "or from another tool): its findings are left out")
+        findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
+    env = read_env(run_dir)
+    suite = env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
+    try:
+        op = registry.get_op(suite)
+    except registry.UnknownNameError as exc:
+        raise ConfigError(f"{run_dir}: {exc}") from None
+    if frame.empty:
+        raise ConfigError(f"{run_dir / MEASUREMENTS_CSV}: no rows: nothing to report")
+    if lacking := [c for c in ("variant", "family", "dtype", *op.params) if c not in frame]:
+        raise ConfigError(f"{run_dir / MEASUREMENTS_CSV}: missing column(s) {', '.join(lacking)} "
+                          f"of {op.name}")
+    # A row there twice (the banner says so): the later one is the one the run wrote last.
+    frame = frame.drop_duplicates(list(KEY), keep="last").reset_index(drop=True)
+    # A 2-D case of an op with a batch axis has no B column value: it is B=1 (kernels/base.py).
+    frame = frame.assign(**{p: frame[p].fillna(d) for p, d in op.optional.items() if p in frame})
+    params = op.columns(frame)
+    ok, not_run = frame[frame["status"] == Status.OK], frame[frame["status"] != Status.OK]
+    plots = write_plots(frame, op.size_axis, params, op.baseline, run_dir / "plots",
+                        read_kernels(run_dir))
+    small = run_dir / "plots" / "answer.png"
+    name = answer.case_namer(frame, op.size_axis, params)
+    small = plot_answer(ok, op.size_axis, params, op.baseline, small) if ok["speedup"].notna().any() \
+        and not (ok["variant"] == op.baseline).all() else None
+    verdicts = verdict_lines(frame, op.size_axis, [p for p in params if p in frame],
+                             op.baseline)
+    sections = [
+        (f"The answer: does fusion pay off against {op.baseline}, and where does the time go",
+         _answer_section(frame, findings, op, name, small)),
+        ("Each variant and dtype, size by size", hp.bullet_list(verdicts)),
+        ("What the profile says", _findings_section(frame, findings, op.baseline, name)),
+        ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
+        ("Results (status ok)", hp.table(_flag_above_peak(ok), RESULT_COLUMNS,
+                                         links={"trace": "Perfetto"}, ranges=hp.RANGES,
+                                         drop_empty=True, sortable=True)),
+        ("Not shown as results: skipped, failed, incorrect or noisy", hp.table(not_run, NOT_RUN_COLUMNS,
+                                                           left=("case_id", "variant", "reason"))
+         if len(not_run) else "<p>Every variant ran on every case.</p>"),
+        ("All findings", hp.table(findings, FINDING_COLUMNS,
+                                  left=("case_id", "variant", "code", "statement", "evidence"))),
+        (f"Op tree per call, against {op.baseline}",
+         op_trees.section(run_dir, frame, op.baseline, name)),
+        ("Hotspots: the top 15 ops per call by self time", hotspots.section(run_dir, frame, name)),
+        ("What was measured", _measured_section(op, frame)),
+        ("How to read this report", conventions_html(op, EXPLAINED)),
+    ]
+    title = f"fusebench: {op.name} on {env.get('device')}"
+    path = run_dir / "report.html"
+    banner = banner_html(problems + banner_lines([env], frame, [(run_dir, state)]))
+    atomic.write_text(path, hp.page(title, sections, _meta(env), banner))
+    return path

@@ -1,0 +1,254 @@
+"""Analyse any torch.profiler trace, a user's own training trace included.
+
+    python -m suites.analyze trace.json.gz [--csv out_dir] [--label NAME] [--dtype bfloat16]
+                                           [--steps REGEX] [--top 10]
+
+Prints the GPU timeline (TraceLens's definitions: computation, exposed communication, exposed
+memcpy, busy, idle, total) for the trace, each step and each stream; per-step host time, device
+time, busy fraction, kernels, launch and blocking time, the top kernels and the findings. Traces
+without ProfilerStep annotations are one step (or use --steps to name your own step ranges);
+CPU-only traces are analysed by their compute ops.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import re
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from kernels.names import DTYPE_NAMES
+from suites.common import cli
+from suites.common.errors import ConfigError
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.step_bound import step_verdict
+from suites.traces.call_profile import CallProfile
+from suites.traces.device_time import GPU, on_gpu, unread_device_categories
+from suites.traces.occupancy import ATTENTION_NOTE, is_attention
+from suites.traces.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
+                                        trace_timeline)
+from suites.traces.steps import analyze
+from suites.traces.events import TraceFormatError, read_trace
+
+MAX_STEPS_SHOWN = 20
+NAN = float("nan")
+# Columns of steps.csv the console leaves out (too wide for a terminal).
+CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops", "data_loading_us",
+                 "host_collectives_us"]
+
+
+def step_frame(profile: CallProfile) -> pd.DataFrame:
+    """One row per step: its window, what the device and the host did in it, its verdict."""
+    mode = profile.analysis.mode
+    rows = []
+    for s in profile.steps:
+        verdict = step_verdict(s, mode)
+        window = s.window
+        rows.append({
+            "step": s.name, "host_us": s.host_us, "window_us": s.wall_us,
+            "device_us": s.device_us, "busy_frac": s.busy_frac, "kernels": s.n_kernels,
+            "host_wait_us": window.host_wait_us if window else NAN,
+            "queued_idle_us": window.queued_idle_us if window else NAN,
+            "launch_api_us": s.launch_api_us, "blocking_us": s.blocking_us,
+            "setup_us": s.host.init_us, "data_loading_us": s.host.data_us,
+            "host_collectives_us": s.host.collective_us,
+            "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops,
+            "verdict": f"{verdict.side}: {verdict.kind}" if verdict else "-",
+        })
+    return pd.DataFrame(rows)
+
+
+def timelines(trace, profile: CallProfile) -> list[dict]:
+    """timeline.csv's rows: the whole trace, each step, each stream (GPU traces only)."""
+    whole = trace_timeline(trace)
+    if not whole.counted:
+        return []
+    rows = [whole.row("trace")]
+    if on_gpu(profile.analysis.mode):
+        counted = {id(a) for a in linked(trace)[0]}  # TraceLens's rule in every scope
+        for step in profile.steps:
+            mine = [k for k in step.kernels if id(k) in counted]
+            if mine:
+                rows.append(timeline(mine, step.unlinked).row(step.name))
+    rows += [t.row(f"stream {stream}") for stream, t in stream_timelines(trace).items()]
+    return rows
+
+
+def timeline_lines(rows: list[dict]) -> list[str]:
+    """The GPU timeline per scope, in ms; empty for a trace with no device work."""
+    if not rows:
+        return []
+    whole = rows[0]
+    frame = pd.DataFrame(rows).set_index("scope")[list(FIELDS)] / 1e3
+    frame.columns = [c.removesuffix("_us").replace("_", " ") + " ms" for c in FIELDS]
+    if len(frame) > MAX_STEPS_SHOWN:
+        frame = pd.concat([frame.head(MAX_STEPS_SHOWN // 2), frame.tail(MAX_STEPS_SHOWN // 2)])
+    lines = ["", f"GPU timeline over {whole['activities']} device activities (TraceLens's "
+                 f"definitions; busy {100 * whole['busy_us'] / whole['total_us']:.1f}% of "
+                 f"{whole['total_us'] / 1e3:.4g} ms):",
+             frame.to_string(float_format=lambda v: f"{v:.4g}")]
+    if whole["unlinked_activities"]:
+        lines.append(f"{whole['unlinked_activities']} device activities have no launch event in "
+                     "the trace (launched before the profiler started?): not in this timeline, "
+                     "as TraceLens counts; the steps below count them by the time they ran")
+    return lines
+
+
+def _device_name(meta: dict) -> str:
+    props = meta.get("deviceProperties")
+    if isinstance(props, dict):  # some writers give one object, not a list
+        props = [props]
+    first = props[0] if isinstance(props, list) and props else None
+    return str(first.get("name", "")) if isinstance(first, dict) else ""
+
+
+def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float,
+            timeline_rows: list[dict] | None = None) -> str:
+    analysis, trace = profile.analysis, profile.analysis.trace
+    device = _device_name(trace.meta)
+    mode = {GPU: "gpu (CUDA or ROCm activities)", "cpu": "cpu (no device in the trace)"}.get(
+        analysis.mode, "host only (a device whose activities the trace lacks)")
+    lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
+             f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"]
+    for why, count in trace.skipped.items():
+        device = trace.skipped_device.get(why)
+        lines.append(f"note: {count} events skipped: {why}" + (
+            f" ({device} of them device activities: the busy time, kernel counts and verdict "
+            "leave them out)" if device else ""))
+    for cat, count in unread_device_categories(trace).items():
+        lines.append(f"note: {count} activities of category {cat} not analysed")
+    if analysis.unlinked_device:
+        lines.append(f"note: {analysis.unlinked_device} device activities have no launch event "
+                     "in the trace: each is counted in the step whose host span it started in")
+    if analysis.unattributed_device:
+        lines.append(f"note: {analysis.unattributed_device} device activities were launched, or "
+                     "ran, outside every step and are not in the per-step figures")
+    lines += timeline_lines(timeline_rows or [])
+    if on_gpu(analysis.mode) and not timeline_rows:
+        lines += ["", f"GPU timeline: none: not one of the {len(trace.device)} device activities "
+                      "has a launch event in the trace, and TraceLens's definitions count only "
+                      "launched ones; the steps below count them by the time they ran"]
+    steps = step_frame(profile)
+    fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
+    shown = steps.drop(columns=CONSOLE_DROPS)
+    if len(shown) > MAX_STEPS_SHOWN:  # a long training trace: the first steps and the last
+        half = MAX_STEPS_SHOWN // 2
+        shown = pd.concat([shown.head(half), shown.tail(half)])
+        lines.append(f"showing {MAX_STEPS_SHOWN} of {len(steps)} steps (all of them with --csv)")
+    lines += ["", "per step (us):", shown.to_string(**fmt)]
+    if len(steps) > 1:
+        medians = profile.metrics()
+        lines.append(f"median per step: host {medians['host_us']:.4g} us, device "
+                     f"{medians['device_us']:.4g} us, {medians['n_kernels']:g} kernels, busy "
+                     f"{1 - medians['idle_frac']:.0%}")
+    lines += kernel_tables(profile.kernel_rows(), top, fmt)
+    lines += ["", "findings:"] + ([f"  [{f.severity}] {f.code}: {f.statement}" for f in findings]
+                                   or ["  (none)"])
+    return "\n".join(lines)
+
+
+# The console's kernel tables: time and occupancy for the top kernels, identity and achieved
+# rate for the GEMMs among them (kernels.csv has every column).
+TIME_COLUMNS = {"kernel": "kernel", "kind": "kind", "calls_per_call": "calls",
+                "total_us_per_call": "total us", "mean_us": "mean us",
+                "registers_per_thread": "regs", "shared_mem_bytes": "smem B",
+                "est_occupancy_pct": "est occ %", "theoretical_occupancy_pct": "occ %",
+                "occupancy_limit": "occ limited by"}
+GEMM_COLUMNS = {"kernel": "GEMM kernel", "gemm_library": "library", "gemm_arch": "arch",
+                "gemm_dtype": "dtype", "gemm_layout": "layout", "gemm_tile": "tile",
+                "gemm_stages": "stages", "gemm_tensor_core": "TC", "gemm_shapes": "M x N x K",
+                "gemm_tflops": "TFLOP/s"}
+
+
+def kernel_tables(rows: list[dict], top: int, fmt: dict) -> list[str]:
+    kernels = pd.DataFrame(rows).head(top)
+    if not len(kernels):
+        return []
+    kernels["kernel"] = kernels["kernel"].str.slice(0, 60)
+    is_gemm = kernels["gemm_library"].notna() if "gemm_library" in kernels else None
+    for name in kernels.columns:  # na_rep covers NaN, not a text column's None
+        if not pd.api.types.is_numeric_dtype(kernels[name]):
+            kernels[name] = kernels[name].fillna("-")
+    shown = kernels[[c for c in TIME_COLUMNS if c in kernels]].rename(columns=TIME_COLUMNS)
+    lines = ["", f"top {len(kernels)} kernels (per step; est occ: the profiler's estimate, "
+                 "occ: theoretical):", shown.to_string(**fmt)]
+    if is_gemm is not None and is_gemm.any():
+        gemms = kernels[is_gemm][list(GEMM_COLUMNS)].rename(columns=GEMM_COLUMNS)
+        lines += ["", "GEMM kernels among them (from their names; M x N x K from the op that "
+                      "launched each, where the trace recorded shapes):", gemms.to_string(**fmt)]
+    if any(is_attention(name) for name in kernels["kernel"]):
+        lines.append(f"note: {ATTENTION_NOTE}")
+    return lines
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m suites.analyze",
+                                     description="Analyse a torch.profiler Chrome trace.")
+    parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
+    parser.add_argument("--csv", type=Path, help="also write timeline.csv, steps.csv, kernels.csv, "
+                                                 "findings.csv here")
+    parser.add_argument("--label", help="record_function name around each call (host time = its span)")
+    parser.add_argument("--steps", help="regex of annotation names to use as steps "
+                                        "(default: ProfilerStep#N, else the whole trace)")
+    parser.add_argument("--dtype", choices=list(DTYPE_NAMES), help="the run's dtype (enables the "
+                                                               "tensor-cores-unused check)")
+    parser.add_argument("--top", type=int, default=10, help="kernels to list")
+    return parser
+
+
+def _check_names(trace, args) -> None:
+    """--steps and --label must match something: a silent fall-back would analyse other ranges
+    than the user asked for. The error names what the trace has."""
+    names = sorted({a.name for a in trace.annotations})
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    if args.steps:
+        try:
+            regex = re.compile(args.steps)
+        except re.error as exc:
+            raise ConfigError(f"--steps {args.steps!r}: not a regular expression ({exc})") from None
+        if not any(regex.search(e.name) for e in trace.annotations + trace.cpu_ops):
+            raise ConfigError(f"--steps {args.steps!r} matches no range of the trace; its "
+                              f"annotations: {shown or 'none'}")
+    if args.label and args.label not in names:
+        raise ConfigError(f"--label {args.label!r} is not a range of the trace; its annotations: "
+                          f"{shown or 'none'}")
+
+
+def analyze_trace(args) -> None:
+    started = time.perf_counter()
+    trace = read_trace(args.trace)
+    # Millions of events now live to the end: a collector that keeps walking them finds nothing
+    # to free (2 s of a 1 GB trace's analysis).
+    gc.freeze()
+    _check_names(trace, args)
+    profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
+    ctx = FindingContext(profile=profile, dtype=args.dtype)
+    findings = run_detectors(ctx)
+    rows = timelines(trace, profile)
+    print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started, rows))
+    if args.csv:
+        try:
+            args.csv.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--csv {args.csv}: cannot make the folder "
+                              f"({exc.strerror})") from None
+        pd.DataFrame(rows, columns=["scope", *FIELDS, "activities", "unlinked_activities"]).to_csv(
+            args.csv / "timeline.csv", index=False)
+        step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
+        pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
+        pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)
+        print(f"\ncsv: {args.csv}")
+
+
+def main(argv=None) -> int:
+    # A trace that cannot be read or analysed is one line and exit code 2; argparse's own
+    # errors keep argparse's usage message.
+    return cli.run_main(_parser(), analyze_trace, argv,
+                        errors=(TraceFormatError, ConfigError, OSError))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The rules for device time, in one place: what counts as a GPU, a kernel's own time, and when
+a call is overhead-bound. Trace analysis, the findings, the derived columns and the ladder all
+ask here, so they cannot disagree.
+"""
+from __future__ import annotations
+
+from suites.traces.events import Event, Trace
+
+GPU = "cuda"
+# A trace from a machine with a device whose activities this tool does not read (a CUPTI
+# range-profiler trace, another accelerator's categories, runtime calls with no activities):
+# only the host side can be analysed, and it must never pass for a CPU run.
+HOST_ONLY = "host-only"
+# Categories of host-side events the analysis does not need; any other unread category is
+# taken to be a device's, and reported as not analysed.
+# (gpu_user_annotation repeats user annotations on the device's rows; cuda_sync marks waits
+# there: neither is an activity.)
+HOST_CATEGORIES = frozenset({"python_function", "overhead", "trace", "cpu_instant_event",
+                             "fwdbwd", "ac2g", "flow", "python_overhead", "external_correlation",
+                             "gpu_user_annotation", "cuda_sync"})
+# Below this share of a call's span in device work (on a CPU: in compute ops), the device
+# mostly waits for the host: the call is overhead-bound.
+OVERHEAD_BUSY = 0.5
+
+
+def on_gpu(device: str) -> bool:
+    """A row's device (`cuda`, `cuda:1`) or a trace's mode: is the work on a GPU?"""
+    return str(device).split(":")[0] == GPU
+
+
+def trace_mode(trace: Trace) -> str:
+    """`cuda` when the trace holds device activities (kernels, memcpy, memset; CUDA's or
+    ROCm's); `host-only` when it shows a device but none of its activities (runtime calls,
+    device properties, device categories this tool does not read); else `cpu`: a CPU-only
+    trace's "kernels" are its compute ops."""
+    if trace.device:
+        return GPU
+    if trace.runtime or unread_device_categories(trace) or _device_properties(trace.meta):
+        return HOST_ONLY
+    return "cpu"
+
+
+def unread_device_categories(trace: Trace) -> dict[str, int]:
+    """category -> events of categories that are not host-side and that the analysis does not
+    read: another accelerator's activities, CUPTI range-profiler ranges, cuda_sync events."""
+    return {cat: n for cat, n in trace.other_categories.items() if cat not in HOST_CATEGORIES}
+
+
+def _device_properties(meta: dict) -> bool:
+    props = meta.get("deviceProperties")
+    return bool(props) and isinstance(props, (list, dict))
+
+
+def kernel_us(event: Event, gpu: bool) -> float:
+    """A kernel's own time: its duration on a GPU; on a CPU a compute op's self time (children
+    excluded; never below 0, which rounding of nested timestamps can give)."""
+    return event.dur if gpu else max(0.0, event.self_us)

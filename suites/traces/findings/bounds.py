@@ -1,0 +1,235 @@
+"""Where a step's time goes: the primary verdict (verdict.py) stated with its numbers, the steps
+that differ from it, and what else stands out (one kernel taking most of the device time,
+communication, one-time set-up that is not the primary verdict)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from suites.traces.findings.codes import Code, Severity
+from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.findings.step_bound import DEVICE, Primary, Verdict, duration, host_side, primary
+from suites.traces.device_time import GPU, HOST_ONLY, kernel_us, unread_device_categories
+from suites.traces.gpu_timeline import kind
+from suites.traces.op_kinds import is_copy_api, is_sync_api
+
+DOMINANT_SHARE = 0.5  # one kernel's share of the device time
+COMM_SHARE = 0.2  # communication's share of the busy time
+IDLE_SHARE = 0.2  # idle share of a device-bound step's window worth a note
+SHOWN_OTHERS = 4
+# Verdicts that say the hardware is doing the work (info), not that time is lost (notice).
+WORK_CODES = (Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND, Code.COPY_BOUND)
+
+
+def profile_primary(ctx: FindingContext) -> Primary | None:
+    """The profile's primary verdict, computed once per profile (several detectors ask)."""
+    profile = ctx.profile
+    if profile is None:
+        return None
+    return profile._memo("primary", lambda: primary(profile.steps, profile.analysis.mode))
+
+
+def _statement(v: Verdict, step, ctx: FindingContext) -> tuple[Code, str]:
+    what = "call" if ctx.row is not None else "step"
+    p = v.parts
+    if v.code == Code.COMPUTE_BOUND:
+        work = "device work" if ctx.on_gpu else "compute work (CPU ops that compute)"
+        busy = p["busy"] if ctx.on_gpu else v.us
+        if ctx.value("roofline_bound") == "memory":
+            return Code.MEMORY_BOUND, (
+                f"memory-bound: {work} fills {busy / v.window_us:.0%} of the {what} "
+                f"({busy:.1f} us) and the op does {ctx.value('intensity'):.1f} FLOP per byte, "
+                "under the machine's ridge point")
+        return v.code, (f"compute-bound: {work} fills {busy / v.window_us:.0%} of the {what} "
+                        f"({v.us:.1f} us of computation in a {v.window_us:.1f} us window)")
+    if v.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
+        return v.code, (f"overhead-bound: compute work (CPU ops that compute) is "
+                        f"{p['CPU compute']:.1f} us of a {v.window_us:.1f} us {what} "
+                        f"({p['CPU compute'] / v.window_us:.0%}); the rest is Python and dispatch")
+    if v.code == Code.OVERHEAD_BOUND:
+        return v.code, (f"overhead-bound: the GPU waited for the host {p['host wait']:.1f} us of "
+                        f"the {what}'s {v.window_us:.1f} us ({p['host wait'] / v.window_us:.0%}; "
+                        f"busy {p['busy']:.1f} us); the host's time is Python, dispatch and "
+                        f"launch calls, nothing else stands out")
+    words = {
+        Code.COMM_BOUND: "communication-bound: collectives take",
+        Code.COPY_BOUND: "copy-bound: memory copies nothing overlaps take",
+        Code.DEVICE_WAIT: "device waiting: the GPU sat idle with work queued (an event, another "
+                          "stream or device) for",
+        Code.SYNC_BOUND: "sync-bound: the host blocked in synchronize calls and copies for",
+        Code.DATA_BOUND: "data-loading-bound: DataLoader ranges take",
+        Code.INIT_BOUND: "initialisation-bound: one-time set-up calls (context creation, device "
+                         "queries, module loading) take",
+    }[v.code]
+    said = f"{words} {duration(v.us)} of the {duration(v.window_us)} {what} ({v.share:.0%})"
+    if v.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
+        said += _longest(step, v.code)
+    return v.code, said
+
+
+def _longest(step, code: Code) -> str:
+    """`; the longest: hipMemcpyWithStream, 463 ms` for a step bound on its host calls."""
+    if code == Code.INIT_BOUND:
+        calls = step.host.init_calls
+    else:
+        calls = [c for c in step.runtime if (is_sync_api(c.name) or is_copy_api(c.name))
+                 and c is not step.flush]  # the profiler's flush is not the step's (verdict.py)
+    if not calls:
+        return ""
+    top = max(calls, key=lambda c: c.dur)
+    inside = f" inside {top.op}" if top.op else ""
+    return f"; the longest: {top.name}{inside}, {duration(top.dur)}"
+
+
+def _evidence(v: Verdict, step_name: str) -> dict:
+    return {"step": step_name, "verdict": f"{v.side}-bound: {v.kind}", "window_us": v.window_us,
+            **{f"{k.replace(' ', '_')}_us": us for k, us in v.parts.items()}}
+
+
+def bound(ctx: FindingContext):
+    found = profile_primary(ctx)
+    if found is None:
+        yield from _no_verdict(ctx)
+        return
+    code, statement = _statement(found.verdict, found.step, ctx)
+    if found.steps < found.of:  # the steps disagree: say how many share the verdict
+        statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
+    severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE
+    yield Finding(code, severity, statement, _evidence(found.verdict, found.step.name))
+    if found.others:
+        kinds = defaultdict(list)
+        for name, v in found.others:
+            kinds[f"{v.side}-bound ({v.kind})"].append((name, v))
+        parts = [f"{label} in {len(steps)} ({', '.join(n for n, _ in steps[:SHOWN_OTHERS])}"
+                 f"{', ...' if len(steps) > SHOWN_OTHERS else ''}; e.g. {duration(steps[0][1].us)} "
+                 f"of {duration(steps[0][1].window_us)})" for label, steps in kinds.items()]
+        yield Finding(Code.STEPS_DIFFER, Severity.NOTICE,
+                      "other steps differ: " + "; ".join(parts),
+                      {"steps_differing": len(found.others)})
+
+
+def _no_verdict(ctx: FindingContext):
+    """Why no step got a verdict: the device's side of the trace is missing, or its host's."""
+    if ctx.profile is None:
+        return
+    if ctx.profile.analysis.mode == GPU:
+        yield from _no_host_side(ctx)
+        return
+    if ctx.profile.analysis.mode != HOST_ONLY:
+        return
+    unread = unread_device_categories(ctx.profile.analysis.trace)
+    what = (", ".join(f"{n} {cat}" for cat, n in unread.items()) if unread
+            else "none: runtime calls but no kernels, copies or memsets")
+    yield Finding(Code.NO_VERDICT, Severity.WARNING,
+                  f"no verdict: the trace shows a device but none of its activities this tool "
+                  f"reads (device events: {what}); only the host side is analysed",
+                  {"unread_events": sum(unread.values())})
+
+
+def _no_host_side(ctx: FindingContext):
+    """GPU steps with no verdict: mostly idle, and the trace has no host side to say why."""
+    blind = [s for s in ctx.profile.steps
+             if s.window is not None and s.window.window_us > 0 and not host_side(s)]
+    if not blind:
+        return
+    idle = sum(s.window.host_wait_us for s in blind)
+    window = sum(s.window.window_us for s in blind)
+    yield Finding(Code.NO_VERDICT, Severity.WARNING,
+                  f"no verdict: the trace has device activities but no host side ({len(blind)} "
+                  f"step(s) with no runtime calls and no launch linked to their "
+                  f"{sum(s.n_kernels for s in blind)} activities); the device was idle "
+                  f"{duration(idle)} of {duration(window)} ({idle / window:.0%}) and why (the "
+                  "host, a sync, another device) cannot be told from this trace",
+                  {"steps": len(blind), "idle_us": idle, "window_us": window})
+
+
+def dominant_kernel(ctx: FindingContext):
+    """A trace's own kernels (not a suite row's: there one kernel is often the whole op)."""
+    if ctx.profile is None or ctx.row is not None or not ctx.on_gpu:
+        return
+    rows = ctx.profile.kernel_rows()
+    total = sum(r["total_us_per_call"] for r in rows)
+    kernels = [r for r in rows if r["kind"] == "kernel"]  # copies: the copies finding
+    if len(rows) > 1 and total > 0 and kernels and (
+            kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total):
+        top = kernels[0]
+        yield Finding(Code.DOMINANT_KERNEL, Severity.INFO,
+                      f"one kernel takes {top['total_us_per_call'] / total:.0%} of the device "
+                      f"time: {top['kernel'][:80]} ({top['calls_per_call']:g} per step, "
+                      f"{top['mean_us']:.1f} us each): the place to optimise first",
+                      {"kernel_us": top["total_us_per_call"], "device_us": total})
+
+
+def comm_share(ctx: FindingContext):
+    found = profile_primary(ctx)
+    if found is None or not ctx.on_gpu or found.verdict.code == Code.COMM_BOUND:
+        return
+    comm = busy = 0.0
+    for step in ctx.profile.steps:
+        if step.window is not None:
+            busy += step.window.busy_us
+            comm += sum(kernel_us(k, True) for k in step.kernels if kind(k) == "communication")
+    if busy > 0 and comm > COMM_SHARE * busy:
+        yield Finding(Code.COMM_SHARE, Severity.NOTICE,
+                      f"communication kernels run {duration(comm)} against {duration(busy)} of busy "
+                      f"device time ({comm / busy:.0%}, overlapped or not): collectives are a "
+                      "large part of the work", {"comm_us": comm, "busy_us": busy})
+
+
+def idle_gaps(ctx: FindingContext):
+    """A device-bound step can still idle: say how much, on what, and the longest gap."""
+    found = profile_primary(ctx)
+    if found is None or not ctx.on_gpu or found.verdict.side != DEVICE:
+        return
+    w = found.step.window
+    # Idle during the profiler's buffer requests is the profiler's (profiler_buffer_gaps).
+    profiler = found.step.buffer_idle_us
+    idle = w.host_wait_us + w.queued_idle_us - profiler
+    if idle < IDLE_SHARE * w.window_us:
+        return
+    requests = [(r.ts, r.end) for r in ctx.profile.analysis.buffer_requests]
+    gap, at = _longest_gap(found.step.kernels, w.start, w.end, requests)
+    where = (f"; the longest idle stretch is {duration(gap)}, {duration(at - w.start)} into the "
+             "window" if gap > 0 else "")
+    left_out = (f", less {duration(profiler)} during the profiler's buffer requests"
+                if profiler > 0 else "")
+    evidence = {"host_wait_us": w.host_wait_us, "queued_idle_us": w.queued_idle_us,
+                "longest_gap_us": gap, "gap_start_us": at}
+    if profiler > 0:
+        evidence["buffer_request_idle_us"] = profiler
+    yield Finding(Code.IDLE_GAPS, Severity.NOTICE,
+                  f"the device idles {idle / w.window_us:.0%} of {found.step.name}'s window "
+                  f"({duration(w.host_wait_us)} waiting for the host, "
+                  f"{duration(w.queued_idle_us)} with work queued{left_out}){where}", evidence)
+
+
+def _longest_gap(activities, start: float, end: float, skip=()) -> tuple[float, float]:
+    """(length, start) of the longest stretch of the window [start, end] in which none of the
+    step's activities runs; a stretch that overlaps an interval of `skip` (the profiler's
+    buffer requests) is not the program's and not counted."""
+    best, at, covered = 0.0, start, start
+    for a in sorted(activities, key=lambda a: a.ts):
+        if a.ts - covered > best and not _overlaps(covered, a.ts, skip):
+            best, at = a.ts - covered, covered
+        covered = max(covered, a.end)
+    if end - covered > best and not _overlaps(covered, end, skip):
+        best, at = end - covered, covered
+    return best, at
+
+
+def _overlaps(lo: float, hi: float, intervals) -> bool:
+    return any(a < hi and b > lo for a, b in intervals)
+
+
+def one_time_setup(ctx: FindingContext):
+    """Set-up calls that are not the primary verdict still cost their time once."""
+    found = profile_primary(ctx)
+    if ctx.profile is None or (found is not None and found.verdict.code == Code.INIT_BOUND):
+        return
+    calls = [c for s in ctx.profile.steps for c in s.host.init_calls]
+    if calls:
+        top = max(calls, key=lambda c: c.dur)
+        total = sum(c.dur for c in calls)
+        yield Finding(Code.ONE_TIME_SETUP, Severity.NOTICE,
+                      f"one-time set-up: {len(calls)} runtime calls take {duration(total)} "
+                      f"(longest {top.name}, {duration(top.dur)}): initialisation, not the steady "
+                      "state; leave it out of per-step figures", {"setup_us": total})

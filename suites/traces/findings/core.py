@@ -1,0 +1,75 @@
+"""A Finding, and the context a detector reads: a profile, and for suite runs the typed row
+and the baseline's. Detectors live in their own modules; detectors.py lists them."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from suites.traces.findings.codes import Code, Severity
+from suites.traces.call_profile import CallProfile
+from suites.traces.device_time import on_gpu
+from suites.results.columns import empty
+from suites.results.row import NAN, ResultRow
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: Code
+    severity: Severity
+    statement: str
+    evidence: dict = field(default_factory=dict)
+
+    def as_row(self) -> dict:
+        return {"code": str(self.code), "severity": str(self.severity),
+                "statement": self.statement, "evidence": format_evidence(self.evidence)}
+
+
+def format_evidence(evidence: dict) -> str:
+    """`host_us=24.1, device_us=3.2`: the numbers behind the statement, readable in a CSV cell."""
+    parts = []
+    for key, value in evidence.items():
+        if isinstance(value, float):
+            value = "nan" if math.isnan(value) else f"{value:.4g}"
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+@dataclass
+class FindingContext:
+    """What a detector may look at: a profile, and for suite runs the row and the baseline's."""
+
+    profile: CallProfile | None
+    row: ResultRow | None = None
+    baseline_row: ResultRow | None = None
+    baseline_profile: CallProfile | None = None
+    dtype: str | None = None  # a suite row's dtype; for any other trace, what the user says
+
+    @property
+    def on_gpu(self) -> bool:
+        """The trace decides: device activities in it mean a GPU (device_time.trace_mode)."""
+        return self.profile is not None and on_gpu(self.profile.analysis.mode)
+
+    @property
+    def is_compiled(self) -> bool:
+        if self.row is not None and self.row.family:
+            return self.row.family == "compile"
+        ops = self.profile.ops_per_call() if self.profile else {}
+        return any(name.startswith("Torch-Compiled Region") for name in ops)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.baseline_row is None or self.baseline_row is self.row
+
+    def value(self, name: str):
+        """A column of the row (suites/results/columns.py); NaN or None where it has none."""
+        return self.row.value(name) if self.row is not None else empty(name)
+
+    def baseline_value(self, name: str):
+        return self.baseline_row.value(name) if self.baseline_row is not None else empty(name)
+
+    def metric(self, name: str) -> float:
+        """A profile metric: from the row where it has it, else from the profile."""
+        value = self.value(name)
+        if (value is None or value != value) and self.profile is not None:
+            value = self.profile.metrics().get(name)
+        return NAN if value is None else float(value)

@@ -1,0 +1,45 @@
+"""The detectors, listed in the order their findings are reported, and how a run uses them."""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from suites.traces.findings import (artifacts, bounds, compiled, copies, fusion, kernels, noise,
+                                    timeline)
+from suites.traces.findings import tree as op_trees
+from suites.traces.findings import gemms, occupancy
+from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.call_profile import CallProfile
+from suites.results.row import ResultRow
+
+Detector = Callable[[FindingContext], Iterable[Finding]]
+
+DETECTORS: tuple[Detector, ...] = (
+    bounds.bound, bounds.dominant_kernel, bounds.comm_share, bounds.idle_gaps,
+    bounds.one_time_setup,
+    artifacts.profiler_flush, artifacts.buffer_request_gaps,
+    compiled.compile_host_overhead, compiled.recompile,
+    copies.hidden_copy,
+    fusion.dispatcher_fusion, fusion.kernels_per_call, fusion.memory_saved,
+    kernels.metadata_ops, kernels.tensor_cores_unused, kernels.sdpa_backend,
+    kernels.inductor_kernels,
+    gemms.gemm_rates_differ, occupancy.occupancy_limited,
+    op_trees.op_tree_diff, op_trees.fat_leaf,
+    noise.noisy_timing,
+    timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,
+)
+
+
+def run_detectors(ctx: FindingContext) -> list[Finding]:
+    return [finding for detect in DETECTORS for finding in detect(ctx)]
+
+
+def find_all(row: ResultRow, profile: CallProfile | None, baseline_row: ResultRow | None,
+             baseline_profile: CallProfile | None) -> list[dict]:
+    """Findings of one suite row, as findings.csv rows (only rows that ran have a profile)."""
+    if not row.ok or profile is None:
+        return []
+    own = baseline_row is row
+    ctx = FindingContext(profile=profile, row=row,
+                         baseline_row=None if own else baseline_row,
+                         baseline_profile=None if own else baseline_profile, dtype=row.dtype)
+    return [f.as_row() for f in run_detectors(ctx)]

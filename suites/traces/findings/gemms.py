@@ -1,0 +1,45 @@
+"""GEMMs of equal work at unequal speed: (M, N, K) = (141, 2048, 512) and (141, 512, 2048) cost
+the same FLOPs, yet a library may pick a different kernel (tile, pipeline, split) for each, and
+the rates differ. The series reads kernel names off the profile for this (part 1)."""
+from __future__ import annotations
+
+from suites.traces.findings.codes import Code, Severity
+from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.gemm_names import gemm_identity
+from suites.traces.gemm_rates import equal_flop_rates
+
+RATE_RATIO = 1.25  # below this, two shapes' rates are within the spread of kernel timings
+
+
+def _kernel_label(names: tuple) -> str:
+    """A short name for the kernel(s) that ran a shape: library, arch and tile."""
+    labels = []
+    for name in names:
+        g = gemm_identity(name)
+        parts = [g.library, g.arch, f"tile {g.tile}" if g.tile else ""] if g else []
+        labels.append(" ".join(p for p in parts if p) or name[:40])
+    return " + ".join(dict.fromkeys(labels))
+
+
+def gemm_rates_differ(ctx: FindingContext):
+    if ctx.profile is None or not ctx.on_gpu:
+        return
+    for rates in equal_flop_rates(ctx.profile.gemm_launches()):
+        fast, slow = rates[0], rates[-1]
+        if slow.tflops <= 0 or fast.tflops < RATE_RATIO * slow.tflops:
+            continue
+        same = fast.kernels == slow.kernels
+        why = ("the same kernel ran both: its tiles fit the two shapes differently (tiles per "
+               "wave, K-loop length)" if same else
+               "the library chose a different kernel for each shape")
+        yield Finding(Code.GEMM_RATES_DIFFER, Severity.NOTICE,
+                      f"GEMMs of equal work ({fast.flops / 1e9:.3g} GFLOP each) run at different "
+                      f"rates: {fast.shape} (M x N x K) at {fast.tflops:.3g} TFLOP/s on "
+                      f"{_kernel_label(fast.kernels)}, {slow.shape} at {slow.tflops:.3g} TFLOP/s "
+                      f"on {_kernel_label(slow.kernels)} ({fast.tflops / slow.tflops:.2f}x): "
+                      f"{why}",
+                      {"gflop": fast.flops / 1e9, "fast_shape": fast.shape,
+                       "fast_tflops": fast.tflops, "fast_kernel": _kernel_label(fast.kernels),
+                       "slow_shape": slow.shape, "slow_tflops": slow.tflops,
+                       "slow_kernel": _kernel_label(slow.kernels),
+                       "ratio": fast.tflops / slow.tflops, "shapes": len(rates)})

@@ -1,0 +1,99 @@
+"""Findings about rows rather than profiles, made once the sweep is over: the peaks are final
+(probed at both ends of the run) and every round has been judged.
+
+- above_peak: a row faster than the measured roofline allows. The probe read low (it ran under
+  load) or the op's model undercounts the work; either way the % roofline is not to be trusted.
+- passes_disagree: the speedup (timing rounds) and the device-time ratio (profile pass) differ
+  by more than 1.5x, so one pass saw another machine state or the profile's device time misses
+  work the timing includes.
+- kernel_speedup_differs (CUDA): the kernels alone gain more or less than a call's latency by
+  more than 1.25x: the host path of a call (Python, a wrapper's checks, the launch) makes the
+  difference, so a kernel is judged by the kernel speedup and a call by the speedup.
+- rounds_dropped: an ok row some of whose rounds were not clean, and why, so a reader knows the
+  figures came from fewer rounds than planned.
+"""
+from __future__ import annotations
+
+import math
+
+from suites.traces.findings.codes import Code, Severity
+from suites.traces.findings.core import Finding
+from suites.results.row import ResultRow
+
+PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
+DISAGREE_FACTOR = 1.5
+HOST_PATH_FACTOR = 1.25  # kernel speedup against speedup
+
+
+def _finite(*values) -> bool:
+    return all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values)
+
+
+def above_peak(row: ResultRow):
+    pct = row.value("pct_peak")
+    if row.ok and _finite(pct) and pct > PEAK_SLACK:
+        yield Finding(Code.ABOVE_PEAK, Severity.WARNING,
+                      f"{pct:.0f}% of the measured roofline: faster than the peaks allow, so the "
+                      "peak probe read low (a busy machine) or the op's model undercounts the "
+                      "work; do not read this % roofline as an efficiency",
+                      {"pct_peak": pct, "tflops": row.value("tflops")})
+
+
+def _apart(a, b) -> float:
+    """How many times apart two positive ratios are (1 when equal); 0 when one is missing."""
+    if not _finite(a, b) or a <= 0 or b <= 0:
+        return 0.0
+    return max(a / b, b / a)
+
+
+def passes_disagree(row: ResultRow):
+    speedup, ratio = row.speedup, row.device_ratio
+    apart = _apart(speedup, ratio)
+    if apart > DISAGREE_FACTOR:
+        yield Finding(Code.PASSES_DISAGREE, Severity.WARNING,
+                      f"the timing rounds give a {speedup:.3g}x speedup but the profile pass's "
+                      f"device time gives {ratio:.3g}x ({apart:.1f}x apart): one pass saw another "
+                      "machine state, or the device time misses work the timing includes; the "
+                      "speedup is the result, the device ratio is context",
+                      {"speedup": speedup, "device_ratio": ratio})
+
+
+def kernel_speedup_differs(row: ResultRow):
+    speedup, kernels = row.speedup, row.kernel_speedup
+    apart = _apart(speedup, kernels)
+    if row.ok and apart > HOST_PATH_FACTOR:
+        yield Finding(Code.KERNEL_SPEEDUP_DIFFERS, Severity.NOTICE,
+                      f"the kernels alone give {kernels:.3g}x but a call's latency {speedup:.3g}x "
+                      f"({apart:.2f}x apart): the host path of a call (Python, the wrapper's "
+                      "checks, the launches) makes the difference; the kernel speedup judges the "
+                      "kernels, the speedup what a caller waits for",
+                      {"speedup": speedup, "kernel_speedup": kernels,
+                       "kernel_us": row.kernel_us, "median_us": row.value("median_us")})
+
+
+def rounds_dropped(row: ResultRow):
+    dropped, used = row.value("rounds_dropped"), row.value("rounds")
+    if row.ok and _finite(dropped, used) and dropped > 0:
+        yield Finding(Code.ROUNDS_DROPPED, Severity.NOTICE,
+                      f"{dropped:.0f} timing round(s) were not clean and were left out; the "
+                      f"figures come from {used:.0f} clean round(s) (rounds.csv says why)",
+                      {"rounds": used, "rounds_dropped": dropped})
+
+
+ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, rounds_dropped)
+AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
+# What the detectors above emit: a resumed run drops these and finds them again over every row.
+ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
+             Code.ROUNDS_DROPPED)
+
+
+def row_findings(rows: list[ResultRow], suite: str, baseline: str) -> list[dict]:
+    """findings.csv rows for every row the detectors flag."""
+    out = []
+    for row in rows:
+        for detector in ROW_DETECTORS:
+            if detector in AGAINST_BASELINE and row.variant == baseline:
+                continue
+            out += [{"suite": suite, "case_id": row.case_id, "variant": row.variant,
+                     **f.as_row()} for f in detector(row)]
+    return out

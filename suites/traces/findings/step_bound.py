@@ -1,0 +1,149 @@
+"""One primary verdict per step, from one decision tree, with the numbers that decided it.
+
+A GPU step is judged in its device window W (suites/traces/step_window.py):
+
+1. The device waited for the host (host wait: idle with nothing queued) for at least half of W:
+   host-bound. On what: the largest of the step's one-time set-up calls (initialisation),
+   blocking calls (sync), data-loading ranges (data loading), collectives run by the host
+   (CPU collectives), and the rest of its host span (launch: Python, dispatch, launch calls).
+2. Else, if the device sat idle with work queued for longer than it was busy, it waited on
+   something other than this host: host-bound on sync when the host blocked for half of W (it
+   waited for work the trace does not show), else device-bound, waiting (an event, another
+   stream or device).
+3. Else device-bound, on the largest of computation, exposed communication and exposed memory
+   copies (TraceLens's split, step_window.py).
+
+A CPU step (the device is the CPU: compute ops are its kernels) is judged in its span: the
+largest of the compute ops' self time (CPU compute), host collectives, data loading, set-up
+calls and the rest (overhead: Python and dispatch). A host-only trace (a device whose activities
+the trace lacks) gets no verdict, nor a GPU step mostly idle whose host side the trace lacks (no
+runtime calls, no launches linked): why the device waited cannot be told. Every step with a
+verdict gets exactly one code of PRIMARY_CODES.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from suites.traces.findings.codes import Code
+from suites.traces.device_time import GPU, HOST_ONLY, OVERHEAD_BUSY
+from suites.traces.steps import StepMetrics
+
+# Host-bound when the device waited for the host at least this share of its window (the same
+# threshold that makes a suite call overhead-bound).
+HOST_BOUND_SHARE = OVERHEAD_BUSY
+HOST, DEVICE = "host", "device"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    code: Code
+    side: str  # host | device
+    kind: str  # what it is bound on, in words
+    us: float  # the deciding part
+    window_us: float
+    parts: dict  # name -> us: every part the decision compared
+
+    @property
+    def share(self) -> float:
+        return self.us / self.window_us if self.window_us > 0 else float("nan")
+
+
+_KIND_CODES = {
+    "computation": Code.COMPUTE_BOUND, "CPU compute": Code.COMPUTE_BOUND,
+    "communication": Code.COMM_BOUND, "CPU collectives": Code.COMM_BOUND,
+    "memory copies": Code.COPY_BOUND, "waiting": Code.DEVICE_WAIT,
+    "launch": Code.OVERHEAD_BOUND, "overhead": Code.OVERHEAD_BOUND, "sync": Code.SYNC_BOUND,
+    "data loading": Code.DATA_BOUND, "initialisation": Code.INIT_BOUND,
+}
+
+
+def _verdict(side: str, parts: dict, window_us: float, among: tuple[str, ...]) -> Verdict:
+    kind = max(among, key=lambda k: parts[k])  # ties: the first named
+    return Verdict(_KIND_CODES[kind], side, kind, parts[kind], window_us, parts)
+
+
+def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
+    """The host's named parts in a step, and what is left of `span` after them. The profiler's
+    flush (profiler_artifacts.py) is none of them, nor in the rest: stated, never a verdict."""
+    host = step.host
+    parts = {"initialisation": host.init_us, "sync": step.blocking_us,
+             "data loading": host.data_us, "CPU collectives": host.collective_us}
+    rest = max(0.0, span - sum(parts.values()) - step.flush_us)
+    if step.flush_us > 0:
+        parts["profiler flush"] = step.flush_us
+    return parts, rest
+
+
+def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
+    if mode == HOST_ONLY:
+        return None
+    if mode != GPU:
+        if step.wall_us <= 0:
+            return None
+        parts, rest = _host_parts(step, step.wall_us - step.device_us)
+        parts = {"CPU compute": step.device_us, **parts, "overhead": rest}
+        parts.pop("sync")
+        parts.pop("profiler flush", None)  # a device sync: never in a CPU trace's steps
+        return _verdict(HOST, parts, step.wall_us, tuple(parts))
+    w = step.window
+    if w is None or w.window_us <= 0:
+        return None
+    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us and not host_side(step):
+        return None  # idle, and no launch to say whether the host or something else held it
+    device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
+              "memory copies": w.exposed_memcpy_us}
+    timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
+    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us:
+        parts, rest = _host_parts(step, step.host_us)
+        parts = {**parts, "launch": rest, **timing}
+        return _verdict(HOST, parts, w.window_us,
+                        ("initialisation", "sync", "data loading", "CPU collectives", "launch"))
+    if w.queued_idle_us > w.busy_us:
+        parts = {**device, **timing, "sync": step.blocking_us, "waiting": w.queued_idle_us}
+        if step.flush_us > 0:  # not in "sync": the profiler's (profiler_artifacts.py)
+            parts["profiler flush"] = step.flush_us
+        if step.blocking_us >= HOST_BOUND_SHARE * w.window_us:
+            return _verdict(HOST, parts, w.window_us, ("sync",))
+        return _verdict(DEVICE, parts, w.window_us, ("waiting",))
+    return _verdict(DEVICE, {**device, **timing}, w.window_us, tuple(device))
+
+
+def host_side(step: StepMetrics) -> bool:
+    """Whether the trace shows the host's side of a GPU step: its runtime calls, or launches
+    linked to its activities. A trace of device activities alone (a GPU-only export) shows
+    when the device was idle, never why."""
+    return bool(step.runtime) or step.unlinked < step.n_kernels
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The verdict most steps share, one step that shows it, and the steps that differ."""
+    verdict: Verdict
+    step: StepMetrics
+    steps: int  # steps with this verdict's code
+    of: int  # steps with a verdict
+    others: list  # [(step name, Verdict)] of the steps whose code differs
+
+
+def primary(steps: list[StepMetrics], mode: str) -> Primary | None:
+    judged = [(s, v) for s in steps if (v := step_verdict(s, mode)) is not None]
+    if not judged:
+        return None
+    counts = Counter(v.code for _, v in judged)
+    time = Counter()
+    for _, v in judged:
+        time[v.code] += v.window_us
+    code = max(counts, key=lambda c: (counts[c], time[c]))  # most steps; then most time
+    mine = sorted(((s, v) for s, v in judged if v.code == code), key=lambda sv: sv[1].window_us)
+    step, verdict = mine[len(mine) // 2]  # the median step of the verdict
+    return Primary(verdict, step, len(mine), len(judged),
+                   [(s.name, v) for s, v in judged if v.code != code])
+
+
+def duration(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} us"

@@ -1,0 +1,97 @@
+"""Findings about time across steps: cold starts, gaps before the first op, kernels whose time
+varies, and whether the GPU queue stays empty (launch-bound) or full (host ahead)."""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from suites.traces.findings.codes import Code, Severity
+from suites.traces.findings.bounds import profile_primary
+from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.findings.step_bound import DEVICE
+from suites.traces.device_time import kernel_us
+
+COLD_FACTOR = 2.0  # first step this many times the median of the rest
+GAP_US, GAP_SHARE = 100.0, 0.25  # record_function start -> first op
+VARIANCE_CV, VARIANCE_MIN_US = 0.5, 5.0
+EMPTY_DELAY_US, EMPTY_SHARE = 2.0, 0.8  # launched kernels start at once: nothing queued
+FULL_DELAY_US = 50.0
+
+
+def cold_start(ctx: FindingContext):
+    steps = ctx.profile.steps if ctx.profile else []
+    if len(steps) < 3:
+        return
+    first, rest = steps[0].wall_us, statistics.median(s.wall_us for s in steps[1:])
+    if rest > 0 and first > COLD_FACTOR * rest:
+        yield Finding(Code.COLD_START, Severity.NOTICE,
+                      f"cold start: the first step ({steps[0].name}) takes {first:.0f} us, "
+                      f"{first / rest:.1f}x the median of the others ({rest:.0f} us): warm up "
+                      "before timing, and leave it out of averages",
+                      {"first_step_us": first, "median_other_us": rest})
+
+
+def late_first_op(ctx: FindingContext):
+    """A long gap between a record_function range opening and its first op: Python work,
+    a compile, or a lock held before any aten op ran."""
+    for step in ctx.profile.steps if ctx.profile else []:
+        gap = step.first_op_gap_us
+        if gap == gap and gap > GAP_US and gap > GAP_SHARE * step.host_us:
+            yield Finding(Code.LATE_FIRST_OP, Severity.NOTICE,
+                          f"{gap:.0f} us pass between the start of {step.name}'s range and its "
+                          f"first op ({gap / step.host_us:.0%} of the range): time spent in "
+                          "Python or compiling, not in ops",
+                          {"gap_us": gap, "range_us": step.host_us, "step": step.name})
+            return  # once per profile is enough to point at it
+
+
+def kernel_variance(ctx: FindingContext):
+    steps = ctx.profile.steps if ctx.profile else []
+    if len(steps) < 3:
+        return
+    per_step: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(steps))
+    for i, step in enumerate(steps):
+        for k in step.kernels:
+            per_step[k.name][i] += kernel_us(k, ctx.on_gpu)
+    for name, times in per_step.items():
+        mean = statistics.fmean(times)
+        if mean < VARIANCE_MIN_US or min(times) == 0:
+            continue
+        cv = statistics.pstdev(times) / mean
+        if cv > VARIANCE_CV:
+            yield Finding(Code.KERNEL_VARIANCE, Severity.WARNING,
+                          f"{_short(name)} varies across steps: {min(times):.1f} to {max(times):.1f} "
+                          f"us (CV {cv:.0%}); clocks, contention or data-dependent work",
+                          {"kernel": _short(name), "cv": cv, "min_us": min(times),
+                           "max_us": max(times)})
+
+
+def gpu_queue(ctx: FindingContext):
+    """What the launch delays say, where it agrees with the primary verdict: a full queue only
+    on a device-bound step, an empty one only on a launch-bound one (a queue full of work the
+    device cannot start, e.g. behind a blocking copy, is the verdict's business, not this)."""
+    found = profile_primary(ctx)
+    if not ctx.on_gpu or found is None:
+        return
+    delays = [d for s in ctx.profile.steps for d in s.launch_delays_us]
+    if len(delays) < 1:
+        return
+    median = statistics.median(delays)
+    share_now = sum(d <= EMPTY_DELAY_US for d in delays) / len(delays)
+    busy = 1.0 - ctx.metric("idle_frac")
+    evidence = {"median_launch_delay_us": median, "started_at_once": share_now, "busy_frac": busy}
+    if median >= FULL_DELAY_US and found.verdict.side == DEVICE and (
+            found.verdict.code != Code.DEVICE_WAIT):
+        yield Finding(Code.QUEUE_FULL, Severity.INFO,
+                      f"the GPU queue stays full: kernels wait a median {median:.0f} us after "
+                      "their launch returns; the host runs ahead, launch overhead is hidden",
+                      evidence)
+    elif share_now >= EMPTY_SHARE and found.verdict.code == Code.OVERHEAD_BOUND:
+        yield Finding(Code.QUEUE_EMPTY, Severity.NOTICE,
+                      f"launch-bound: {share_now:.0%} of kernels start as soon as they are "
+                      f"launched and the GPU is busy {busy:.0%} of the time: it waits for the "
+                      "host; fewer, larger kernels (fusion, CUDA graphs) would help", evidence)
+
+
+def _short(name: str, limit: int = 60) -> str:
+    return name if len(name) <= limit else name[: limit - 3] + "..."

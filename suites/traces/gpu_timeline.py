@@ -1,0 +1,165 @@
+"""The GPU timeline of a trace as TraceLens defines it (and HTA nearly so): computation, exposed
+communication, exposed memcpy, busy, idle and total time, over the device activities.
+
+Which activities count: kernels, memcpys and memsets that are linked to a launch on the host,
+i.e. whose correlation id matches a runtime or driver event of the trace (an activity with no
+launch, e.g. one launched before the profiler started, is counted apart and reported, never
+dropped silently). Each counted activity is communication (a collective library's kernel:
+NCCL, RCCL), memcpy (a memcpy activity, or ROCm's copy kernels) or computation (everything
+else, memsets and fill kernels included). Each kind's intervals are merged into a union, then
+
+    computation     = |computation|
+    exposed comm    = |communication - computation|
+    exposed memcpy  = |memcpy - computation - communication|
+    busy            = |all|
+    total           = end of the last counted activity - start of the first
+    idle            = total - busy
+
+so computation + exposed comm + exposed memcpy + idle = total.
+
+The same rules per step, over the activities launched inside the step (matched by correlation
+id, as the per-step metrics are): a step's device window runs from the start of the first of
+them to the end of the last, wherever the host was meanwhile. And per stream, over the linked
+activities on that stream (the trace's device `tid`).
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from suites.traces.events import Event, Trace
+
+COMM = re.compile(r"nccl|rccl", re.IGNORECASE)
+ROCM_COPY = re.compile(r"^(MEMORY_COPY|__amd_rocclr_copyBuffer)")
+FIELDS = ("computation_us", "exposed_comm_us", "exposed_memcpy_us", "busy_us", "idle_us",
+          "total_us")
+
+Intervals = list[tuple[float, float]]
+
+
+def kind(event: Event) -> str:
+    """communication, memcpy or computation, by TraceLens's rules (names repeat: cached)."""
+    key = (event.cat, event.name)
+    found = _KINDS.get(key)
+    if found is None:
+        if event.cat == "gpu_memcpy" or ROCM_COPY.match(event.name):
+            found = "memcpy"
+        elif event.cat == "kernel" and COMM.search(event.name):
+            found = "communication"
+        else:
+            found = "computation"
+        _KINDS[key] = found
+    return found
+
+
+_KINDS: dict[tuple[str, str], str] = {}
+
+
+def union(intervals: Intervals) -> Intervals:
+    """Sorted, merged, non-overlapping."""
+    merged: Intervals = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def length(intervals: Intervals) -> float:
+    return sum(end - start for start, end in intervals)
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    """a minus b, both merged unions."""
+    out: Intervals = []
+    j = 0
+    for start, end in a:
+        while j < len(b) and b[j][1] <= start:
+            j += 1
+        k, cursor = j, start
+        while k < len(b) and b[k][0] < end:
+            if b[k][0] > cursor:
+                out.append((cursor, b[k][0]))
+            cursor = max(cursor, b[k][1])
+            k += 1
+        if cursor < end:
+            out.append((cursor, end))
+    return out
+
+
+class Coverage:
+    """A merged union of intervals, asked how much of it lies inside a window."""
+
+    def __init__(self, merged: Intervals):
+        self.merged = merged
+        self.starts = [start for start, _ in merged]
+
+    def within(self, lo: float, hi: float) -> float:
+        total = 0.0
+        i = max(0, bisect.bisect_right(self.starts, lo) - 1)
+        while i < len(self.merged) and self.merged[i][0] < hi:
+            start, end = self.merged[i]
+            total += max(0.0, min(end, hi) - max(start, lo))
+            i += 1
+        return total
+
+
+@dataclass(frozen=True)
+class Timeline:
+    computation_us: float
+    exposed_comm_us: float
+    exposed_memcpy_us: float
+    busy_us: float
+    idle_us: float
+    total_us: float
+    total_comm_us: float
+    total_memcpy_us: float
+    counted: int    # activities linked to a launch
+    unlinked: int   # activities with no launch event: not in this timeline
+
+    def percent(self, name: str) -> float:
+        return 100.0 * getattr(self, name) / self.total_us if self.total_us else float("nan")
+
+    def row(self, scope: str) -> dict:
+        return {"scope": scope, **{f: getattr(self, f) for f in FIELDS},
+                "activities": self.counted, "unlinked_activities": self.unlinked}
+
+
+def linked(trace: Trace) -> tuple[list[Event], int]:
+    """The device activities with a launch event on the host, and how many have none."""
+    launches = {e.corr for e in trace.runtime if e.corr is not None}
+    counted = [e for e in trace.device if e.corr is not None and e.corr in launches]
+    return counted, len(trace.device) - len(counted)
+
+
+def timeline(activities: list[Event], unlinked: int = 0) -> Timeline:
+    by_kind: dict[str, Intervals] = {"computation": [], "communication": [], "memcpy": []}
+    for e in activities:
+        by_kind[kind(e)].append((e.ts, e.end))
+    comp, comm, copy = (union(by_kind[k]) for k in ("computation", "communication", "memcpy"))
+    busy = union(comp + comm + copy)
+    total = busy[-1][1] - busy[0][0] if busy else 0.0
+    exposed_comm = subtract(comm, comp)
+    exposed_copy = subtract(subtract(copy, comp), comm)
+    return Timeline(length(comp), length(exposed_comm), length(exposed_copy), length(busy),
+                    total - length(busy), total, length(comm), length(copy), len(activities),
+                    unlinked)
+
+
+def trace_timeline(trace: Trace) -> Timeline:
+    """The whole trace's timeline over the activities linked to a launch."""
+    counted, unlinked = linked(trace)
+    return timeline(counted, unlinked)
+
+
+def stream_timelines(trace: Trace) -> dict:
+    """stream -> its timeline, over the linked activities on it, in stream order."""
+    counted, _ = linked(trace)
+    streams: dict = {}
+    for e in counted:
+        streams.setdefault(e.tid, []).append(e)
+    return {stream: timeline(events) for stream, events in
+            sorted(streams.items(), key=lambda item: str(item[0]))}

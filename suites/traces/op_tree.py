@@ -1,0 +1,337 @@
+"""The op tree of a call: which op ran inside which, as the series reads it off the trace
+(`aten::linear` -> `aten::t` + `aten::addmm`), and what changed between two variants' trees.
+
+Inside each call's range (its record_function, or the step), the CPU ops, the record_function
+ranges inside it (`## Call CompiledFxGraph ##`) and the runtime calls (cudaLaunchKernel,
+cudaOccupancyMaxActiveBlocksPerMultiprocessor...) are nested by time containment, one thread at
+a time. Each node is named by its path from the call down (`aten::linear > aten::addmm`); nodes
+with the same path are one row, so a call that runs aten::matmul twice has one
+`aten::matmul` row with 2 calls per call. Every number is per call: summed over the profiled
+calls, divided by their number.
+
+A node's self time is its span minus its direct children's, runtime calls included (a launch
+is the runtime's time, not the op's), as torch's key_averages counts it. Row 0 is the call
+itself: its total is the call's span, its self the time in no op (Python between the ops).
+
+Graph ids and hashes are taken out of names (`Torch-Compiled Region: 0/0`, `## Call
+CompiledFxGraph f3x... ##`, `graph_18_cpp_fused_...`), so trees compare across cases and
+variants that compiled in a different order.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from collections import defaultdict
+from typing import Callable
+
+from suites.traces.op_kinds import (METADATA_OPS, is_compute_op_name,
+                                    is_inductor_cpu_kernel)
+from suites.traces.steps import STEP_PREFIX, StepMetrics, TraceAnalysis
+from suites.traces.events import RUNTIME_CATS, Event
+
+SEP = " > "
+CALL = "(call)"  # row 0: the call's own range
+OP, RANGE, RUNTIME = "op", "range", "runtime"  # a node's kind
+
+# The query cuBLAS (and cuDNN) make before launching a GEMM-class kernel: the series' marker of
+# a GEMM under an op whose name does not say so.
+OCCUPANCY_QUERY = "cudaOccupancyMaxActiveBlocksPerMultiprocessor"
+# Ops that only make a transposed view; the copy that materialises one runs under a
+# contiguous or a reshape (LAYOUT_COPY_PARENTS).
+TRANSPOSE_OPS = frozenset({"aten::t", "aten::transpose", "aten::transpose_", "aten::permute",
+                           "aten::mT", "aten::mH", "aten::swapaxes", "aten::swapdims",
+                           "aten::numpy_T", "aten::adjoint", "aten::matrix_H"})
+COPY_OPS = frozenset({"aten::copy_", "aten::clone", "aten::contiguous"})
+LAYOUT_COPY_PARENTS = frozenset({"aten::contiguous", "aten::reshape", "aten::flatten"})
+
+_IDS = ((re.compile(r"^(Torch-Compiled Region): \d+/\d+$"), r"\1"),
+        (re.compile(r"^## (Call CompiledFxGraph) \w+ ##$"), r"## \1 ##"),
+        (re.compile(r"^graph_\d+_(cpp_fused|cpp_kernel|triton_)"), r"\1"))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # once per distinct name: a trace repeats a few hundred
+def plain_name(name: str) -> str:
+    """`name` without the graph ids and hashes that differ between compilations."""
+    for pattern, repl in _IDS:
+        name = pattern.sub(repl, name)
+    return name
+
+
+def _kind(event: Event) -> str:
+    if event.cat in RUNTIME_CATS:
+        return RUNTIME
+    return RANGE if event.cat == "user_annotation" else OP
+
+
+def _inner_ranges(analysis: TraceAnalysis) -> Callable[[Event | None], list[Event]]:
+    """call -> the record_function ranges strictly inside it (not the call's own range, not a
+    step): a bisect over the trace's annotations, sorted by start."""
+    annotations = analysis.trace.annotations
+    starts = [a.ts for a in annotations]
+
+    def inside(call: Event | None) -> list[Event]:
+        if call is None:
+            return []
+        window = annotations[bisect.bisect_left(starts, call.ts):
+                             bisect.bisect_right(starts, call.end)]
+        return [a for a in window if a is not call and a.end <= call.end
+                and not a.name.startswith(STEP_PREFIX)
+                and not (a.ts == call.ts and a.dur == call.dur and a.name == call.name)]
+    return inside
+
+
+class _Tree:
+    """The sums over the profiled calls, per path; a path's tuple is made once (`child`)."""
+
+    def __init__(self):
+        self.calls: dict = defaultdict(int)
+        self.self_us: dict = defaultdict(float)
+        self.total_us: dict = defaultdict(float)
+        self.kinds: dict = {}
+        self.order: dict = {}  # path -> when it first ran: its place among its siblings
+        self.child: dict = {}  # (parent path, name) -> path
+        self.in_ops = 0.0  # time in the calls' outermost nodes
+
+    def add_call(self, step: StepMetrics, ranges: list[Event]) -> None:
+        """One call's nodes, nested by time on each thread. Runtime calls go on the stack
+        too: a driver call (cuLaunchKernel) inside a runtime call is its child."""
+        by_thread: dict = defaultdict(list)
+        for event in [*ranges, *step.op_events, *step.runtime]:
+            by_thread[(event.pid, event.tid)].append(event)
+        for events in by_thread.values():
+            # By start, the longer first (the parent), a range before an op of the same span.
+            events.sort(key=_rank)
+            events.sort(key=_minus_dur)
+            events.sort(key=_start)
+            stack: list[list] = []  # [event, path, its children's time]
+            for event in events:
+                while stack and stack[-1][0].end <= event.ts:
+                    self._close(*stack.pop())
+                parent = stack[-1] if stack else None
+                key = (parent[1] if parent else (), event.name)
+                path = self.child.get(key)
+                if path is None:
+                    path = self.child[key] = key[0] + (plain_name(event.name),)
+                if parent is not None:
+                    parent[2] += event.dur
+                else:
+                    self.in_ops += event.dur
+                if path not in self.order:
+                    self.order[path] = len(self.order)
+                    self.kinds[path] = _kind(event)
+                stack.append([event, path, 0.0])
+            while stack:
+                self._close(*stack.pop())
+
+    def _close(self, event: Event, path: tuple, children: float) -> None:
+        self.calls[path] += 1
+        self.self_us[path] += max(0.0, event.dur - children)
+        self.total_us[path] += event.dur
+
+
+_RANK = {"user_annotation": 0}
+
+
+def _rank(event: Event) -> int:
+    return _RANK.get(event.cat, 1)
+
+
+def _minus_dur(event: Event) -> float:
+    return -event.dur
+
+
+def _start(event: Event) -> float:
+    return event.ts
+
+
+def op_tree(analysis: TraceAnalysis) -> list[dict]:
+    """The tree of the analysis's calls, one row per path, in depth-first order (children in
+    the order they first ran): path, depth, name, kind, calls_per_call, self_us, total_us.
+    Row 0 is the call (CALL)."""
+    steps = analysis.steps
+    if not steps:
+        return []
+    inside = _inner_ranges(analysis)
+    tree = _Tree()
+    for step in steps:
+        tree.add_call(step, inside(step.call))
+    n = len(steps)
+    span = sum(s.host_us for s in steps)
+    rows = [{"path": CALL, "depth": 0, "name": CALL, "kind": "call", "calls_per_call": 1.0,
+             "self_us": max(0.0, span - tree.in_ops) / n, "total_us": span / n}]
+    for path in _depth_first(tree.order):
+        rows.append({"path": SEP.join(path), "depth": len(path), "name": path[-1],
+                     "kind": tree.kinds[path], "calls_per_call": tree.calls[path] / n,
+                     "self_us": tree.self_us[path] / n, "total_us": tree.total_us[path] / n})
+    return rows
+
+
+def _depth_first(order: dict) -> list[tuple]:
+    children: dict = defaultdict(list)
+    for path in sorted(order, key=order.get):
+        children[path[:-1]].append(path)
+    out, todo = [], list(reversed(children[()]))
+    while todo:
+        path = todo.pop()
+        out.append(path)
+        todo.extend(reversed(children[path]))
+    return out
+
+
+# --- readings of a tree (its rows, from a profile or from optree.csv) ------------------------
+
+def _nodes(rows) -> list[dict]:
+    return [r for r in rows if r["depth"] and r["depth"] == r["depth"]]  # not the call, not NaN
+
+
+def name_counts(rows) -> dict[tuple[str, str], float]:
+    """(name, kind) -> calls per call, over every place in the tree it runs."""
+    counts: dict = defaultdict(float)
+    for row in _nodes(rows):
+        counts[(row["name"], row["kind"])] += row["calls_per_call"]
+    return dict(counts)
+
+
+def call_us(rows) -> float:
+    """The call's span (row 0's total), NaN where the tree has no row 0."""
+    return next((r["total_us"] for r in rows if r["depth"] == 0), float("nan"))
+
+
+def hotspots(rows, k: int = 15) -> list[dict]:
+    """The series' `key_averages().table(sort_by="self_cpu_time_total", row_limit=15)` from the
+    tree: the k names with the most self time per call, each with its total time, calls per
+    call and both as shares of the call's span. The call's own row (time in no op) is one of
+    them: Python between ops is a hotspot too. A name nested in itself counts its total twice,
+    as key_averages does."""
+    span = call_us(rows)
+    by_name: dict = {}
+    for row in rows:
+        name = row["name"]
+        entry = by_name.setdefault(name, {"name": name, "kind": row["kind"], "calls_per_call": 0.0,
+                                          "self_us": 0.0, "total_us": 0.0})
+        entry["calls_per_call"] += row["calls_per_call"]
+        entry["self_us"] += row["self_us"]
+        entry["total_us"] += row["total_us"]
+    ranked = sorted(by_name.values(), key=lambda e: (-e["self_us"], -e["total_us"], e["name"]))
+    for entry in ranked:
+        entry["self_share"] = entry["self_us"] / span if span > 0 else float("nan")
+        entry["total_share"] = entry["total_us"] / span if span > 0 else float("nan")
+    return ranked[:k]
+
+
+def occupancy_queries(rows) -> float:
+    """cudaOccupancyMaxActiveBlocksPerMultiprocessor* calls per call (any suffix: WithFlags)."""
+    return sum(r["calls_per_call"] for r in _nodes(rows)
+               if r["kind"] == RUNTIME and r["name"].startswith(OCCUPANCY_QUERY))
+
+
+def layout_counts(rows) -> dict[str, float]:
+    """Per call: transposes (views), copies (copy_, clone, contiguous) and the copies that
+    materialise a layout (an aten::copy_ under a contiguous or a reshape, which copies only when
+    its input is not contiguous: a transposed tensor made dense)."""
+    transposes = copies = layout = 0.0
+    for row in _nodes(rows):
+        n = row["calls_per_call"]
+        if row["name"] in TRANSPOSE_OPS:
+            transposes += n
+        if row["name"] in COPY_OPS:
+            copies += n
+            parents = set(str(row["path"]).split(SEP)[:-1])
+            if row["name"] == "aten::copy_" and parents & LAYOUT_COPY_PARENTS:
+                layout += n
+    return {"transposes": transposes, "copies": copies, "layout_copies": layout}
+
+
+def children_us(rows, path: str) -> tuple[float, float]:
+    """(calls per call, total us per call) of a node's direct children."""
+    depth = str(path).count(SEP) + 2
+    prefix = f"{path}{SEP}"
+    kids = [r for r in _nodes(rows) if r["depth"] == depth and str(r["path"]).startswith(prefix)]
+    return sum(r["calls_per_call"] for r in kids), sum(r["total_us"] for r in kids)
+
+
+# --- what changed between two trees --------------------------------------------------------
+
+# Groups of a diff, in the order a sentence states them: the ops that compute first (what
+# replaced what), then views, wrappers and ranges, then runtime calls.
+COMPUTE, METADATA, WRAPPERS, RUNTIME_CALLS = ("compute", "views and metadata",
+                                              "wrappers and ranges", "runtime calls")
+GROUPS = (COMPUTE, METADATA, WRAPPERS, RUNTIME_CALLS)
+# Calls per call are means over the profiled calls: a change under half a call is one call
+# in some steps and not in others (a cold first call), not a change of the tree.
+MIN_CHANGE = 0.5
+LIST_UP_TO = 3  # names per list in a sentence; the rest are counted
+
+
+def group_of(name: str, kind: str) -> str:
+    if kind == RUNTIME:
+        return RUNTIME_CALLS
+    if name in METADATA_OPS:
+        return METADATA
+    if is_compute_op_name(name) or is_inductor_cpu_kernel(name):
+        return COMPUTE
+    return WRAPPERS
+
+
+def tree_diff(base_rows, rows) -> dict[str, dict[str, list]]:
+    """group -> {"removed": [(name, n)], "added": [(name, n)], "changed": [(name, was, now)]}
+    of the calls per call by name, in the order the trees first run them; groups with no
+    change left out."""
+    before, after = name_counts(base_rows), name_counts(rows)
+    out: dict = {}
+    for key in dict.fromkeys([*before, *after]):
+        was, now = before.get(key, 0.0), after.get(key, 0.0)
+        if abs(now - was) < MIN_CHANGE:
+            continue
+        parts = out.setdefault(group_of(*key), {"removed": [], "added": [], "changed": []})
+        if now < MIN_CHANGE:
+            parts["removed"].append((key[0], was))
+        elif was < MIN_CHANGE:
+            parts["added"].append((key[0], now))
+        else:
+            parts["changed"].append((key[0], was, now))
+    return {g: out[g] for g in GROUPS if g in out}
+
+
+def _count(n: float) -> str:
+    return f"{round(n, 1):g}"
+
+
+def _names(items, joiner: str = ", ") -> str:
+    shown = [name + (f" x{_count(n)}" if abs(n - 1) >= 0.05 else "") for name, n in items]
+    more = len(shown) - LIST_UP_TO
+    return joiner.join(shown[:LIST_UP_TO]) + (f" and {more} more" if more > 0 else "")
+
+
+def diff_clauses(diff: dict) -> list[tuple[str, str]]:
+    """(group, what changed in it) per group of a diff, in GROUPS order: `aten::addmm replaced
+    aten::mm + aten::add` (compute), `removed aten::t` (views and metadata)."""
+    clauses = []
+    for group, parts in diff.items():
+        said = []
+        removed, added = parts["removed"], parts["added"]
+        if group == COMPUTE and removed and added:
+            said.append(f"{_names(added, ' + ')} replaced {_names(removed, ' + ')}")
+        else:
+            said += [f"removed {_names(removed)}"] * bool(removed)
+            said += [f"added {_names(added)}"] * bool(added)
+        said += [f"{name} {_count(was)} -> {_count(now)} per call"
+                 for name, was, now in parts["changed"][:LIST_UP_TO]]
+        if len(parts["changed"]) > LIST_UP_TO:
+            said.append(f"{len(parts['changed']) - LIST_UP_TO} more changed in count")
+        clauses.append((group, "; ".join(said)))
+    return clauses
+
+
+def diff_sentence(diff: dict) -> str:
+    """`aten::addmm replaced aten::mm + aten::add; views and metadata: removed aten::t`; '' when
+    the trees run the same ops the same number of times."""
+    return "; ".join(text if group == COMPUTE else f"{group}: {text}"
+                     for group, text in diff_clauses(diff))
+
+
+def diff_size(diff: dict) -> dict[str, int]:
+    """How many names were added, removed and changed in count, over every group."""
+    return {what: sum(len(parts[what]) for parts in diff.values())
+            for what in ("added", "removed", "changed")}

@@ -1,0 +1,355 @@
+"""Per-step metrics from a trace.
+
+A step is a `ProfilerStep#N` range (or the whole trace when there is none; of nested ranges
+that match a user's --steps pattern, the outermost). On a GPU, device activities (kernels,
+memcpy, memset) belong to the step whose launch call carries the same correlation id, not to
+whatever step their GPU timestamp falls in: the queue runs behind the host. An activity whose
+launch is not in the trace belongs to the step whose host span holds its start (counted, and
+said so). Each step's device window and what the device did in it: step_window.py. On a CPU, the
+"kernels" are the compute ops (op_kinds.is_cpu_kernel) and device time is their self time.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
+from suites.traces.host_parts import HostClassifier, HostParts
+from suites.traces.op_kinds import (COPY_WRAPPERS, is_copy_api, is_cpu_kernel, is_launch_api,
+                                    is_sync_api)
+from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
+                                              request_intervals)
+from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
+from suites.traces.events import RUNTIME_CATS, Event, Trace, TraceFormatError
+
+STEP_PREFIX = "ProfilerStep#"
+WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
+
+
+@dataclass
+class StepMetrics:
+    name: str
+    host_us: float  # span of the call's record_function range (or of the step)
+    device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
+    n_kernels: int
+    launch_api_us: float  # launch calls, copies that returned before their copy ran included
+    launch_delays_us: list[float]
+    n_cpu_ops: int
+    wall_us: float  # the step's window: on a GPU its device window (step_window.py)
+    kernels: list[Event] = field(default_factory=list)
+    op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
+    runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
+    first_op_gap_us: float = float("nan")  # call range start -> its first op
+    blocking_us: float = 0.0  # synchronize calls, and copy calls that waited for their copy
+    window: DeviceWindow | None = None  # GPU: what the device did in the step's window
+    host: HostParts = field(default_factory=HostParts)  # set-up, data loading, collectives
+    unlinked: int = 0  # activities with no launch in the trace, attributed by time
+    # The profiler's end-of-window sync, where the step's range holds it: left out of
+    # blocking_us (profiler_artifacts.py), its time stated apart.
+    flush: Event | None = None
+    buffer_gaps: int = 0  # idle stretches of the device window overlapping a buffer request
+    buffer_idle_us: float = 0.0  # the idle time they overlap
+    call: Event | None = None  # the call's range (its record_function, or the step)
+
+    @property
+    def flush_us(self) -> float:
+        return self.flush.dur if self.flush is not None else 0.0
+
+    @property
+    def ops(self) -> Counter:
+        """cpu op name -> calls inside the call range."""
+        return Counter(op.name for op in self.op_events)
+
+    @property
+    def busy_frac(self) -> float:
+        """GPU: the share of the step's device window in which the device was busy (every
+        activity counts); CPU: the compute ops' self time over the step's span."""
+        if self.wall_us <= 0:
+            return float("nan")
+        busy = self.window.busy_us if self.window is not None else self.device_us
+        # No device figure (a host-only trace): no share either; min() would make NaN 1.0.
+        return min(1.0, busy / self.wall_us) if busy == busy else float("nan")
+
+    @property
+    def launch_delay_us(self) -> float:
+        return statistics.median(self.launch_delays_us) if self.launch_delays_us else float("nan")
+
+
+@dataclass
+class TraceAnalysis:
+    trace: Trace
+    mode: str  # cuda | cpu | host-only (device_time.trace_mode)
+    steps: list[StepMetrics]
+    unattributed_device: int  # device activities in no step: launched outside, or run outside
+    unlinked_device: int = 0  # activities whose launch is not in the trace (kept, by time)
+    copy_origins: dict = field(default_factory=dict)  # correlation id -> op a copy came from
+    flush: Flush | None = None  # the profiler's end-of-window sync, in a step or not
+    buffer_requests: list[Event] = field(default_factory=list)  # the profiler's (Kineto's)
+
+
+def nest_cpu_events(trace: Trace) -> dict:
+    """Set each cpu op's self time and each runtime call's enclosing op, per thread. Returns
+    correlation id -> the op a copy call came from (copy_origin)."""
+    by_thread: dict = defaultdict(list)
+    for event in trace.cpu_ops:
+        event.self_us = event.dur  # analysing a trace twice must not subtract children twice
+        by_thread[(event.pid, event.tid)].append(event)
+    for event in trace.runtime:
+        by_thread[(event.pid, event.tid)].append(event)
+    origins = {}
+    for events in by_thread.values():
+        # By start, the longer first at equal starts (the parent): two stable sorts on floats
+        # hold far less memory than one on (ts, -dur) tuples for millions of events.
+        events.sort(key=_minus_dur)
+        events.sort(key=_start)
+        stack: list[Event] = []
+        for event in events:
+            while stack and stack[-1].end <= event.ts:
+                stack.pop()
+            parent = stack[-1] if stack else None
+            event.op = parent.name if parent else None
+            if event.cat in RUNTIME_CATS:
+                if event.corr is not None and is_copy_api(event.name):
+                    origins[event.corr] = copy_origin(stack)
+                continue
+            if parent is not None:
+                parent.self_us -= event.dur
+            stack.append(event)
+    return origins
+
+
+def _minus_dur(event: Event) -> float:
+    return -event.dur
+
+
+def _start(event: Event) -> float:
+    return event.ts
+
+
+def copy_origin(stack: list[Event]) -> str:
+    """The innermost op of a copy call's stack that is more than a copy wrapper (aten::clone,
+    AccumulateGrad, a DDP bucket's op), else the outermost wrapper (aten::to)."""
+    for op in reversed(stack):
+        if op.name not in COPY_WRAPPERS:
+            return op.name
+    return stack[0].name if stack else "no op (called from Python)"
+
+
+def _window(events: list[Event], starts: list[float], lo: float, hi: float) -> list[Event]:
+    return events[bisect.bisect_left(starts, lo):bisect.bisect_right(starts, hi)]
+
+
+def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
+    """`ProfilerStep#N` ranges, or the annotations whose name matches `pattern` (a user's own
+    step ranges), or else the whole trace as one step."""
+    if pattern:
+        regex = re.compile(pattern)
+        steps = [a for a in trace.annotations + trace.cpu_ops if regex.search(a.name)]
+    else:
+        steps = [a for a in trace.annotations if a.name.startswith(STEP_PREFIX)]
+    if steps:
+        return _outermost(steps)
+    everything = trace.cpu_ops + trace.annotations + trace.runtime + trace.device
+    if not everything:
+        why = "; ".join(f"{n} {problem}" for problem, n in trace.skipped.items())
+        raise TraceFormatError(f"{trace.path}: no cpu ops, annotations, runtime calls or device "
+                               "activities: nothing to analyse"
+                               + (f" (events left out: {why})" if why else ""))
+    start = min(e.ts for e in everything)
+    end = max(e.end for e in everything)
+    return [Event(WHOLE_TRACE, "", start, end - start, None, None, None, None, None)]
+
+
+def _outermost(ranges: list[Event]) -> list[Event]:
+    """Ranges in time order, without those nested in an earlier one: a pattern that matches a
+    range and ranges inside it must not count their kernels twice."""
+    kept: list[Event] = []
+    for r in sorted(ranges, key=lambda e: (e.ts, -e.dur)):
+        if kept and r.end <= kept[-1].end:
+            continue
+        kept.append(r)
+    return kept
+
+
+def _clipped(event: Event, end: float | None) -> Event:
+    """A range that runs past every other event of the trace (a ProfilerStep annotation whose
+    end the profiler wrote late: 13 s in a 355 ms trace) ends where the trace's last other
+    event does: nothing after it was recorded."""
+    if end is None or event.end <= end or end <= event.ts:
+        return event
+    return Event(event.name, event.cat, event.ts, end - event.ts, event.pid, event.tid,
+                 event.corr, event.ext, event.nbytes)
+
+
+def _closed(step: Event, trace_end: float | None) -> bool:
+    """Whether the program closed the step range: the profiler's flush comes after such a step
+    (profiler_artifacts.py). Not the whole trace (no steps), nor a step that runs past the
+    trace's last event by more than its recorded part: the profiler stopped with it open and
+    wrote its end late (13 s past a 1.5 ms step); a few us past is the step's own end."""
+    if not step.cat:
+        return False
+    if trace_end is None or step.end <= trace_end:
+        return True
+    return step.end - trace_end <= trace_end - step.ts
+
+
+def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
+    if label:
+        for annotation in _window(trace.annotations, starts, step.ts, step.end):
+            if annotation.name == label:
+                return annotation
+    return step
+
+
+def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = None) -> TraceAnalysis:
+    """Metrics for every step; `label` names the record_function range around each call."""
+    origins = nest_cpu_events(trace)
+    mode = trace_mode(trace)
+    gpu = on_gpu(mode)
+    launches: dict = {}  # correlation id -> its first launch call (runtime before driver)
+    for call in trace.runtime:
+        if call.corr is not None and call.corr not in launches:
+            launches[call.corr] = call
+    device_by_corr: dict = defaultdict(list)
+    unlinked = []
+    for activity in trace.device:
+        if activity.corr is not None and activity.corr in launches:
+            device_by_corr[activity.corr].append(activity)
+        else:  # no launch to match: it belongs to the step it ran in (below)
+            unlinked.append(activity)
+    starts = {name: [e.ts for e in getattr(trace, name)]
+              for name in ("cpu_ops", "annotations", "runtime")}
+    # Where the trace's events end, the step annotations themselves aside.
+    ends = [max((e.end for e in events), default=None)
+            for events in (trace.cpu_ops, trace.runtime, trace.device)]
+    ends.append(max((e.end for e in trace.annotations if not e.name.startswith(STEP_PREFIX)),
+                    default=None))
+    trace_end = max((end for end in ends if end is not None), default=None)
+    calls = [(step, _clipped(_call_range(trace, starts["annotations"], step, label), trace_end))
+             for step in find_steps(trace, step_pattern)]
+    by_time = _by_time(unlinked, [call for _, call in calls]) if gpu else {}
+    coverage = DeviceCoverage(trace.device, launches) if gpu else None
+    flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
+    requests = buffer_requests(trace)
+    request_union = request_intervals(requests)
+    classifier = HostClassifier(trace)
+    steps, device_end = [], float("-inf")
+    for i, (step, call) in enumerate(calls):
+        # The call's own launches: a suite step also holds an L2 flush and syncs around it.
+        ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
+        runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
+        host = classifier.parts(runtime, call.ts, call.end)
+        metrics = _step_metrics(step, call, ops, runtime, device_by_corr, by_time.get(i, []),
+                                mode, host, flush.call if flush is not None else None)
+        if coverage is not None:
+            lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end)
+            metrics.window, metrics.wall_us = coverage.window(lo, hi), hi - lo
+            metrics.buffer_gaps, metrics.buffer_idle_us = idle_overlap(
+                request_union, coverage.busy, lo, hi)
+            device_end = max([device_end] + [k.end for k in metrics.kernels])
+        steps.append(metrics)
+    attributed = sum(s.n_kernels for s in steps) if gpu else 0
+    return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
+                         len(unlinked) if gpu else 0, origins, flush, requests)
+
+
+def _by_time(activities: list[Event], calls: list[Event]) -> dict[int, list[Event]]:
+    """step index -> the activities (with no launch in the trace) that started inside the step's
+    host span; steps are in time order and never nested (find_steps)."""
+    starts = [c.ts for c in calls]
+    out: dict[int, list[Event]] = defaultdict(list)
+    for a in activities:
+        i = bisect.bisect_right(starts, a.ts) - 1
+        if i >= 0 and a.ts < calls[i].end:
+            out[i].append(a)
+    return out
+
+
+def _union_us(events: list[Event]) -> float:
+    """Time covered by at least one event. Adds durations, not end - start differences, so
+    timestamps of 1e12 us do not round short kernels."""
+    total, covered_until = 0.0, float("-inf")
+    for event in sorted(events, key=lambda e: e.ts):
+        if event.ts >= covered_until:
+            total += event.dur
+        elif event.end > covered_until:
+            total += event.end - covered_until
+        covered_until = max(covered_until, event.end)
+    return total
+
+
+def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], list[float]]:
+    """The activities the runtime calls launched, and one launch delay per launch call: kernel
+    start - (launch start + duration), clipped at 0 (HTA's definition). A graph launch starts
+    many kernels under one id; only its first kernel's wait is a launch delay."""
+    kernels, delays, seen = [], [], set()
+    for launch in runtime:
+        if launch.corr is None or launch.corr in seen:
+            continue  # a runtime call and the driver call under it can share one id: once
+        seen.add(launch.corr)
+        launched = device_by_corr.get(launch.corr, ())
+        kernels.extend(launched)
+        if launched and is_launch_api(launch.name):
+            delays.append(max(0.0, min(k.ts for k in launched) - launch.end))
+    kernels.sort(key=lambda e: e.ts)
+    return kernels, delays
+
+
+def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event],
+                         flush: Event | None = None) -> tuple[float, float]:
+    """(launch us, blocking us) of a step's runtime calls. A synchronize call blocks; so does a
+    copy call that returned only after its own copy had finished (a DtoH copy waits for the
+    stream's earlier kernels: 146 ms of `cudaMemcpyAsync` for 704 bytes is waiting, not launch
+    overhead). Each correlation id counts once (a runtime call and its driver call share one).
+    One-time set-up calls (`init`, host_parts.py) are neither, nor is the profiler's flush
+    (profiler_artifacts.py): the program did not ask for it."""
+    launch = blocking = 0.0
+    seen = set()
+    setup = {id(call) for call in init}
+    for call in runtime:
+        if id(call) in setup or call is flush:
+            continue
+        if call.corr is not None:
+            if call.corr in seen:
+                continue
+            seen.add(call.corr)
+        if is_sync_api(call.name):
+            blocking += call.dur
+            continue
+        copies = device_by_corr.get(call.corr, ()) if call.corr is not None else ()
+        waited = is_copy_api(call.name) and copies and max(a.end for a in copies) <= call.end
+        if waited:
+            blocking += call.dur
+        elif is_launch_api(call.name):
+            launch += call.dur
+    return launch, blocking
+
+
+def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
+                  host: HostParts, flush: Event | None = None) -> StepMetrics:
+    delays: list[float] = []
+    if on_gpu(mode):
+        kernels, delays = _device_work(runtime, device_by_corr)
+        if unlinked:
+            kernels = sorted(kernels + unlinked, key=lambda e: e.ts)
+        device_us = _union_us(kernels)
+    elif mode == HOST_ONLY:  # the device's activities are not in the trace: nothing to count
+        kernels, device_us = [], float("nan")
+    else:
+        kernels = [op for op in ops if is_cpu_kernel(op)]
+        device_us = sum(kernel_us(k, gpu=False) for k in kernels)
+    launch_us, blocking_us = _launch_and_blocking(runtime, device_by_corr, host.init_calls,
+                                                  flush)
+    mine = flush is not None and any(c is flush for c in runtime)
+    return StepMetrics(
+        name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
+        launch_api_us=launch_us, blocking_us=blocking_us,
+        launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=call.dur,
+        kernels=kernels, op_events=ops, runtime=runtime,
+        first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),
+        host=host, unlinked=len(unlinked), flush=flush if mine else None,
+        call=call,
+    )
