@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Callable
 
-from suites.common.errors import ConfigError
+from suites.common.errors import ConfigError, InputError
 
 EXIT_BAD_INPUT = 2
 
@@ -25,7 +25,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def run_main(parser: argparse.ArgumentParser, command: Callable[[argparse.Namespace], object],
-             argv=None, errors: tuple[type[BaseException], ...] = (ConfigError, OSError)) -> int:
+             argv=None, errors: tuple[type[BaseException], ...] = (ConfigError, InputError,
+                                                                    OSError)) -> int:
     """Parse argv and run command(args): 0 when it returns, 2 and one line on stderr when it
     raises one of `errors` (by default bad input or an unreadable / unwritable path)."""
     try:
