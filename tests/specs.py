@@ -7,7 +7,8 @@ from kernels import registry
 from kernels.base import Case
 from suites.harness.timing import TimingSpec
 from suites.harness.profile_pass import ProfileSpec
-from suites.config.run_spec import RunSpec, SuiteSpec, auto_threads
+from suites.config.run_spec import auto_threads
+from suites.harness.spec import RunSpec, SuiteSpec
 
 # The threads a run takes by default (all usable cores but one), so a test on a busy machine
 # is as robust as a run there.

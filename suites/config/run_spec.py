@@ -1,24 +1,22 @@
-"""The typed run spec: the composed config checked once and frozen, so nothing below
-run_suite.py sees a DictConfig, and every bad value fails here, before any work starts. Each
-engine owns its own spec type (TimingSpec in harness/timing.py, ProfileSpec in
-profiling/capture.py); this module only builds them from the config."""
+"""The composed config checked once and turned into the frozen run spec (suites/harness/spec.py),
+so nothing below run_suite.py sees a DictConfig, and every bad value fails here, before any
+work starts."""
 from __future__ import annotations
 
 import math
-
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 import torch
 
 from kernels import registry
-from kernels.base import DTYPES, Case, Value
+from kernels.base import DTYPES, Value
 from suites.common.errors import ConfigError
 from suites.results.journal import COMPLETE, still_running
 from suites.harness.contention import usable_cpus
-from suites.harness.timing import TimingSpec
 from suites.harness.profile_pass import ProfileSpec
+from suites.harness.spec import RunSpec, SuiteSpec
+from suites.harness.timing import TimingSpec
 from suites.config.shapes import (axes_shapes, boolean, no_duplicates, non_negative_int,
                                   positive_int, reference_shape, square_shapes)
 from suites.config.suite_table import get_suite
@@ -42,35 +40,6 @@ def check_keys(section: Mapping, where: str) -> None:
         if key not in known:
             name = key if where == "config" else f"{where}.{key}"
             raise ConfigError(f"{name}: unknown key; {where} keys: {', '.join(known)}")
-
-
-@dataclass(frozen=True)
-class SuiteSpec:
-    name: str  # the suite, which is its op's name
-    shapes: tuple[tuple[tuple[str, Value], ...], ...]
-    dtypes: tuple[str, ...]
-    variants: tuple[str, ...]  # the baseline first
-    baseline: str
-    reference: tuple[tuple[str, Value], ...] = ()  # the series' shape, for the ladder report
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    suite: SuiteSpec
-    device: str
-    timing: TimingSpec
-    profile: ProfileSpec
-    seed: int
-    calibrate: bool
-    progress: bool
-    out_dir: Path
-    resume: bool = False  # keep the finished cases of an interrupted run in out_dir
-    config: dict = field(default_factory=dict)  # the resolved config, for run.json
-    job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
-
-    def cases(self) -> list[Case]:
-        return [Case(self.suite.name, shape, dtype, self.device, self.seed)
-                for dtype in self.suite.dtypes for shape in self.suite.shapes]
 
 
 def resolve_device(value) -> str:

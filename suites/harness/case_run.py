@@ -28,7 +28,7 @@ from suites.traces.call_profile import CallProfile
 from suites.harness.cuda_graphs import missed_graph_kernels
 from suites.results.columns import Status
 from suites.results.row import NAN, ResultRow
-from suites.config.run_spec import RunSpec
+from suites.harness.spec import RunSpec
 
 MIN_CLEAN_ROUNDS = 3  # a median per round, and an interval from at least three of them
 

@@ -13,7 +13,7 @@ import statistics
 
 from suites.harness import timing
 from suites.harness.case_clock import NO_LIMIT, CaseClock
-from suites.config.run_spec import RunSpec
+from suites.harness.spec import RunSpec
 
 
 def kernel_times(prepared: list, device_type: str, spec: RunSpec,

@@ -36,7 +36,7 @@ from suites.results.resume import Previous, read_previous
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
                                    SAMPLES_CSV, append_tables, write_tables)
 from suites.results.tables import OPTREE_CSV
-from suites.config.run_spec import RunSpec
+from suites.harness.spec import RunSpec
 
 
 @dataclass

@@ -28,7 +28,7 @@ from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 from suites.results.columns import Status
 from suites.results.row import ProfileStats, ResultRow
-from suites.config.run_spec import RunSpec
+from suites.harness.spec import RunSpec
 
 # Triton's interpreter runs kernels orders of magnitude slower than compiled code: correct
 # answers, meaningless times. A run never times it, so off CUDA the Triton rows are skipped.

@@ -1,0 +1,41 @@
+"""The run-spec types: a run's configuration checked once and frozen, as the measurement engine
+reads it. Nothing in the harness sees a DictConfig; suites/config/run_spec.py builds these from
+the composed config, and every engine part owns its own spec type beside its code (TimingSpec in
+harness/timing.py, ProfileSpec in harness/profile_pass.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernels.base import Case, Value
+from suites.harness.profile_pass import ProfileSpec
+from suites.harness.timing import TimingSpec
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    name: str  # the suite, which is its op's name
+    shapes: tuple[tuple[tuple[str, Value], ...], ...]
+    dtypes: tuple[str, ...]
+    variants: tuple[str, ...]  # the baseline first
+    baseline: str
+    reference: tuple[tuple[str, Value], ...] = ()  # the series' shape, for the ladder report
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    suite: SuiteSpec
+    device: str
+    timing: TimingSpec
+    profile: ProfileSpec
+    seed: int
+    calibrate: bool
+    progress: bool
+    out_dir: Path
+    resume: bool = False  # keep the finished cases of an interrupted run in out_dir
+    config: dict = field(default_factory=dict)  # the resolved config, for run.json
+    job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
+
+    def cases(self) -> list[Case]:
+        return [Case(self.suite.name, shape, dtype, self.device, self.seed)
+                for dtype in self.suite.dtypes for shape in self.suite.shapes]
