@@ -4,19 +4,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from suites.config.group_choices import check_group_choices
 from suites.common.errors import ConfigError
 from suites.config.run_spec import build_run_spec, suite_spec
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+from suites.config.compose import CONF_DIR as CONF, compose
 
 
 def composed(*overrides, hydra=False):
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra)
+    return compose(list(overrides), hydra_config=hydra)
 
 
 def spec_of(*overrides, out_dir="/tmp/unused"):
@@ -142,7 +140,7 @@ def test_unknown_group_choices_fail_before_hydra(argv, message):
     (["suite.grids.cpu=[1,2]"], r"Error merging override suite.grids.cpu=\[1,2\]: Cannot merge"),
 ])
 def test_an_override_the_config_cannot_take_is_one_line_before_hydra(argv, message):
-    from run_suite import check_overrides
+    from suites.config.command_line import check_overrides
     with pytest.raises(ConfigError, match=message):
         check_overrides(argv, CONF)
     check_overrides(["suite=mlp", "device=cpu", "hydra.run.dir=x"], CONF)  # fine: no error
@@ -171,7 +169,7 @@ def test_axes_values_listed_twice_and_shapes_the_op_cannot_build():
 
 
 def test_every_multirun_job_is_checked_before_the_first_runs():
-    from run_suite import check_multirun
+    from suites.config.command_line import check_multirun
     from suites.config.hydra_sweep import planned_jobs
     jobs = planned_jobs(["-m", "suite=matmul_add,mlp", "timing.rounds=3,4", "device=cpu",
                          "hydra.sweep.dir=/tmp/x"])
@@ -195,13 +193,11 @@ def test_every_multirun_job_is_checked_before_the_first_runs():
 
 
 def test_the_ladder_experiment_sweeps_every_block_in_ladder_order():
-    from hydra import compose, initialize_config_dir
 
-    from run_suite import check_multirun
+    from suites.config.command_line import check_multirun
     from suites.config.hydra_sweep import planned_jobs, sweep_params
     from kernels import registry
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
-        primary = compose("config", overrides=["experiment=ladder"], return_hydra_config=True)
+    primary = compose(["experiment=ladder"], hydra_config=True)
     jobs = planned_jobs(["experiment=ladder", "device=cpu"], sweep_params(primary))
     assert [job[0] for job in jobs] == [f"suite={name}" for name in registry.op_names()]
     assert str(primary.hydra.sweep.dir).startswith("results/ladder/")

@@ -19,7 +19,6 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = ("run_suite", "suites", "suites.analyze", "suites.compare", "suites.collect",

@@ -13,7 +13,6 @@ many steps: the many-step statements are tested on built events."""
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from suites.config.group_choices import check_group_choices
@@ -31,7 +30,7 @@ from trace_builders import event, write
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real_traces"
 GPU = FIXTURES / "gpu_traces"
-CONF = Path(__file__).resolve().parents[1] / "conf"
+from suites.config.compose import CONF_DIR as CONF, compose
 
 
 def real(path: Path) -> CallProfile:
@@ -260,8 +259,7 @@ def test_the_reader_keeps_the_profilers_own_events(tmp_path):
 # --- the many-steps profile ---------------------------------------------------------------
 
 def spec_of(*overrides):
-    with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
-        cfg = compose("config", overrides=list(overrides))
+    cfg = compose(list(overrides))
     return build_run_spec(OmegaConf.to_container(cfg, resolve=True), Path("/tmp/unused"))
 
 

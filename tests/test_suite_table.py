@@ -1,12 +1,9 @@
 """One suite table: each suite is its op (kernels/<name>.py) and its conf/suite/<name>.yaml,
 nothing else to keep in step. A YAML without an op, or an op without a YAML, fails here."""
-from pathlib import Path
 
 import pytest
 import yaml
 
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from kernels import registry
 from suites.tools.gpu_check import series_overrides
@@ -14,13 +11,12 @@ from suites.config.group_choices import group_choices
 from suites.results.columns import BY_NAME
 from suites.config.run_spec import build_run_spec
 from suites.common.errors import ConfigError
-from suites.config.suite_table import CONF_DIR, get_suite, suite_names, suites
-
-CONF = Path(__file__).resolve().parents[1] / "conf"
+from suites.config.compose import CONF_DIR as CONF, compose, resolved
+from suites.config.suite_table import get_suite, suite_names, suites
 
 
 def test_every_suite_yaml_has_a_registered_op():
-    for path in sorted(CONF_DIR.glob("*.yaml")):
+    for path in sorted((CONF / "suite").glob("*.yaml")):
         assert path.stem in registry.op_names(), f"{path.name}: no op named {path.stem!r}"
         assert yaml.safe_load(path.read_text())["name"] == path.stem, path.name
 
@@ -51,8 +47,7 @@ def test_no_parameter_is_named_like_a_column():
 def test_the_gpu_check_runs_every_suite_at_its_reference_shape(tmp_path):
     for suite in suites():
         overrides = [f"suite={suite.name}", *series_overrides(suite), "device=cpu"]
-        with initialize_config_dir(version_base="1.3", config_dir=str(CONF)):
-            cfg = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+        cfg = resolved(compose(overrides))
         spec = build_run_spec(cfg, tmp_path)
         reference = dict(spec.suite.reference)
         assert reference in [dict(shape) for shape in spec.suite.shapes], suite.name

@@ -1,111 +1,69 @@
-"""The run config composed from conf/ without Hydra: what `run_suite.py` composes, as plain dicts.
+"""The one way a configuration is composed: Hydra's compose API over conf/ (CONF_DIR), with any
+`hydra.searchpath` the overrides give (a user's own suites), exactly as run_suite.py's
+@hydra.main composes it. The checks before Hydra starts, gpu_check and the tests all compose
+through here; a config that does not compose is one ConfigError line.
 
-The lent GPU machine has no hydra-core or omegaconf, so a tool that must run there
-(suites/tools/gpu_check.py) composes the config itself: conf/config.yaml's defaults list
-picks one YAML per group (suite, timing, profile), the primary file's own keys come after them
-(its `_self_` is after the groups), then dotted overrides replace values. Only what this
-project's conf/ uses is supported; anything else (an interpolation, a group file with its own
-defaults, a new key) is a ConfigError rather than a silently different config.
-tests/test_gpu_check.py checks the result against Hydra's compose for the same overrides.
-
-    compose({"suite": "norm", "suite.dtypes": ["bfloat16"], "device": "cpu"})
-    override_args(...)   # the same overrides on run_suite.py's command line
+    compose(["suite=norm", "suite.dtypes=[bfloat16]"])   # a DictConfig, interpolations kept
+    compose({"suite": "norm", "device": "cpu"})            # overrides as a mapping
+    resolved(compose(...))                                 # plain dicts, for build_run_spec
 """
 from __future__ import annotations
 
-import copy
+import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-import yaml
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from suites.common.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
-# Keys of config.yaml that are Hydra's alone: they never reach build_run_spec.
-HYDRA_ONLY = ("defaults", "hydra")
+CONFIG_NAME = "config"
 
 
-def _no_interpolation(value, where: str) -> None:
-    """A `${...}` would be resolved by Hydra and read literally here: refuse it."""
-    if isinstance(value, str) and "${" in value:
-        raise ConfigError(f"{where}: {value!r} is an interpolation; compose with Hydra "
-                          "(run_suite.py) or give the value itself")
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _no_interpolation(item, f"{where}.{key}")
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _no_interpolation(item, f"{where}[{index}]")
+def register_resolvers() -> None:
+    """conf/config.yaml's `${pid:}`: two runs started in the same second get two folders."""
+    OmegaConf.register_new_resolver("pid", os.getpid, replace=True)
 
 
-def _load(path: Path) -> dict:
-    if not path.is_file():
-        choices = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"{path.parent.name}={path.stem}: no {path}; accepted: "
-                          f"{', '.join(choices)}")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: not a mapping")
-    return data
+def compose_problem(exc: Exception) -> str:
+    """Hydra's compose error in one line: an override of a key the config lacks names the key
+    (Hydra's text suggests `+key=...`, which the strict config then refuses)."""
+    text = str(exc).strip()
+    missing = re.match(r"Could not override '([^']+)'", text)
+    if missing:
+        return f"{missing.group(1)}: unknown key: not in the config (conf/)"
+    cause = str(exc.__cause__ or "").strip()  # "Cannot merge DictConfig with ListConfig"
+    first = text.splitlines()[0] if text else repr(exc)
+    return f"{first}: {cause.splitlines()[0]}" if cause else first
 
 
-def _group_choices(primary: dict) -> dict[str, str]:
-    """group -> chosen file, from the defaults list (null choices, like `experiment`, drop)."""
-    choices: dict[str, str] = {}
-    after_self = False
-    for entry in primary.get("defaults", []):
-        if entry == "_self_":
-            after_self = True
-            continue
-        if not isinstance(entry, dict) or len(entry) != 1:
-            raise ConfigError(f"config.yaml: defaults entry {entry!r} is not `group: choice`")
-        (group, choice), = entry.items()
-        group = group.removeprefix("override ").strip()
-        if choice is None or group.split("/")[0] == "hydra":  # Hydra's own settings
-            continue
-        if after_self:  # it would override the primary file's keys: not supported here
-            raise ConfigError(f"config.yaml: group {group} after `_self_` needs Hydra")
-        choices[group] = choice
-    return choices
+def compose(overrides: Mapping[str, Any] | Sequence[str] = (), hydra_config: bool = False,
+            conf_dir: Path = CONF_DIR) -> DictConfig:
+    """The composed config. `overrides`: command-line overrides (`suite=norm`), or a mapping
+    of group -> choice and dotted key -> value; `hydra_config`: with the `hydra` node (a
+    sweep's params, the run folder)."""
+    args = override_args(overrides) if isinstance(overrides, Mapping) else list(overrides)
+    register_resolvers()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):
+        try:
+            return hydra_compose(CONFIG_NAME, overrides=args, return_hydra_config=hydra_config)
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise ConfigError(compose_problem(exc)) from None
 
 
-def compose(overrides: Mapping[str, Any] = (), conf_dir: Path = CONF_DIR) -> dict:
-    """The composed config, as OmegaConf.to_container(hydra_compose(...), resolve=True) gives
-    it. `overrides`: group -> choice (`"suite": "norm"`), and dotted keys -> new values
-    (`"suite.dtypes": ["bfloat16"]`, `"device": "cuda"`), applied in that order."""
-    overrides = dict(overrides)
-    primary = _load(Path(conf_dir) / "config.yaml")
-    choices = _group_choices(primary)
-    for group in choices:
-        if group in overrides:
-            choices[group] = overrides.pop(group)
-    cfg: dict = {}
-    for group, choice in choices.items():
-        path = Path(conf_dir) / group / f"{choice}.yaml"
-        data = _load(path)
-        if "defaults" in data or "@package" in path.read_text():
-            raise ConfigError(f"{group}={choice}: a defaults list or @package directive needs "
-                              "Hydra")
-        cfg[group] = data
-    cfg.update({k: v for k, v in primary.items() if k not in HYDRA_ONLY})
-    for key, value in overrides.items():
-        _set(cfg, key, copy.deepcopy(value))
-    _no_interpolation(cfg, "config")
-    return cfg
-
-
-def _set(cfg: dict, dotted: str, value) -> None:
-    *parents, last = dotted.split(".")
-    node = cfg
-    for part in parents:
-        node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict):
-            raise ConfigError(f"{dotted}: {part} is not a section of the config")
-    if last not in node:  # as Hydra: an override replaces a key, it never adds one
-        raise ConfigError(f"{dotted}: no such key; known there: {', '.join(node)}")
-    node[last] = value
+def resolved(cfg: DictConfig) -> dict:
+    """The composed config as plain dicts and lists, interpolations resolved: what
+    build_run_spec takes."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(compose_problem(exc)) from None
 
 
 # A string Hydra's override grammar reads back as the same string, unquoted.

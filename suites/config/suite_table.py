@@ -7,13 +7,10 @@ fails if a YAML has no op or an op has no YAML.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
 from kernels import registry
 from kernels.base import Op
 from suites.common.errors import ConfigError
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "suite"
+from suites.config.compose import CONF_DIR
 
 
 @dataclass(frozen=True)
@@ -25,8 +22,8 @@ class Suite:
         return self.op.name
 
     @property
-    def conf(self) -> Path:
-        return CONF_DIR / f"{self.name}.yaml"
+    def conf(self):
+        return CONF_DIR / "suite" / f"{self.name}.yaml"
 
 
 def suites() -> list[Suite]:

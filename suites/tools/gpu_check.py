@@ -12,8 +12,9 @@ Triton kernel against its library counterpart at the issue's target shapes
 (gpu_check_kernels.py); `suites`, the harness end to end at the series' shapes with the
 series' kernel counts beside ours (gpu_check_suites.py).
 
-Nothing here imports Hydra (the lent machine has none): run specs are composed in-process
-(suites/config/compose.py). Every result is a JSON line in DIR/results.jsonl as soon as it is
+Run specs are composed in-process, with Hydra's compose API as run_suite.py composes them
+(suites/config/compose.py); a machine without hydra-core installs it from the three pure-Python
+wheels in requirements.txt's pins (the README's "On a lent GPU" says how). Every result is a JSON line in DIR/results.jsonl as soon as it is
 known; DIR/summary.txt is rewritten after every section; the last lines printed are a short
 table. Exit status 0 when no row is `failed` or `deadline`, else 1; 2 for bad arguments.
 DIR: --out, else $OUT, else results/gpu_check; the run folders go to DIR/runs/<time>/.
@@ -176,7 +177,7 @@ def _sections(names, deadlines, cuda, rec, out, runs_dir, log) -> None:
 def _plan(name, cuda, runs_dir, clock, rec, log):
     """A section's items, made lazily: a failure to plan them is a row, not a crash."""
     from suites.tools import gpu_check_configs, gpu_check_kernels, gpu_check_suites
-    from suites.config.compose import compose
+    from suites.config.compose import compose, resolved
     from suites.config.run_spec import timing_spec
 
     device = "cuda" if cuda else None
@@ -185,7 +186,7 @@ def _plan(name, cuda, runs_dir, clock, rec, log):
     elif name == "configs":
         yield from gpu_check_configs.items(device)
     elif name == "kernels":  # with the L2 flush the harness's default timing sets
-        yield from gpu_check_kernels.items(device, timing_spec(compose()["timing"]))
+        yield from gpu_check_kernels.items(device, timing_spec(resolved(compose())["timing"]))
     else:
         yield from gpu_check_suites.items(cuda, runs_dir, clock, rec, log)
 

@@ -3,7 +3,7 @@ YAML's reference shape (the series' shape) in bf16 with default timing; then, wh
 section's time lasts, the other points the series looked at (EXTRA). Each run's rows become
 JSON lines, with the series' structural facts (kernels per call) beside the measured ones.
 
-A run spec is composed from conf/ without Hydra (suites/config/compose.py) and run by
+A run spec is composed from conf/ (suites/config/compose.py, as run_suite.py does) and run by
 suites.harness.runner.run, which holds the device lock and writes the run folder as
 run_suite.py's runs do; `reproduce` on each run's row is the run_suite.py command for the same
 config. The section's deadline stops a run as Ctrl-C does: after the case in flight, with its
@@ -22,7 +22,7 @@ import pandas as pd
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, signals_stop_runs
 from suites.harness.variant_passes import short_error
-from suites.config.compose import compose, override_args
+from suites.config.compose import compose, override_args, resolved
 from suites.results.journal import read_state
 from suites.results.tables import MEASUREMENTS_CSV, read_measurements
 from suites.config.run_spec import build_run_spec
@@ -71,7 +71,7 @@ class Plan:
 
 def reference_values(suite: str) -> dict:
     """Overrides that sweep `suite` at its YAML's reference shape, in bfloat16."""
-    cfg = compose({"suite": suite})["suite"]
+    cfg = resolved(compose({"suite": suite}))["suite"]
     reference = cfg["reference"]
     if "sizes" in cfg:  # every parameter takes the one size (matmul_add: M = N = K)
         shape = {"suite.sizes": [next(iter(reference.values()))]}
@@ -119,7 +119,7 @@ def items(cuda: bool, runs_dir: Path, clock, rec, log):
             # up the sections after it (timing.case_timeout_s; the floor lets a compile end).
             limit = round(max(60.0, clock.left()), 0) if cuda else None
             given = overrides(plan, "cuda" if cuda else "cpu", runs and not cuda, limit)
-            spec = build_run_spec(compose(given), folder)
+            spec = build_run_spec(resolved(compose(given)), folder)
             reproduce = " ".join(["python run_suite.py", *override_args(given),
                                   f"hydra.run.dir={folder}"])
             if not runs:
