@@ -116,8 +116,8 @@ class DecoderBlockOp(Op):
 
 
 class DecoderBlock(nn.Module):
-    """The eager block. Its parameters ARE the input tensors (shared storage), so refilling the
-    inputs in place, as the correctness pass does, changes what the module computes."""
+    """The eager block. Its parameters ARE the input tensors (shared storage), not copies: every
+    variant reads the same tensors, and a test that refills them in place sees the change."""
 
     def __init__(self, inputs: Inputs, heads: int):
         super().__init__()

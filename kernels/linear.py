@@ -44,8 +44,8 @@ class Linear(Op):
 
 
 def _module_parts(case: Case, inputs: Inputs):
-    """The module whose parameters ARE the input tensors: refilling the inputs in place (the
-    correctness pass does) changes what the module computes."""
+    """The module whose parameters ARE the input tensors, not copies: every variant reads the same
+    tensors, and a test that refills them in place sees the change."""
     module = nn.Linear(case["IN"], case["OUT"], bias=True, device="meta")
     module.weight = nn.Parameter(inputs["weight"], requires_grad=False)
     module.bias = nn.Parameter(inputs["bias"], requires_grad=False)

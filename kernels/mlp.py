@@ -64,8 +64,8 @@ class GeGLUMLP(Op):
 
 
 class GeGLUModule(nn.Module):
-    """Three bias-free projections whose weights are the input tensors (a refill of the inputs
-    in place changes the module, as the correctness pass needs)."""
+    """Three bias-free projections whose weights are the input tensors, not copies (a test that
+    refills the inputs in place sees the change)."""
 
     def __init__(self, w_gate, w_up, w_down):
         super().__init__()

@@ -4,7 +4,8 @@ lists the known ones.
 
 Every module directly in the kernels package is imported once (load_all), so a new block is
 found by being there: no list of module names to keep in step. The ladder order is each op's
-`rung`.
+`rung`. A user's own block lives outside this package: `load_op("my_ops:MyOp")` imports its
+module, which registers its op and variants the same way (kernels/api.py is that public API).
 """
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ import pkgutil
 
 import kernels
 from kernels.base import CHOICE, Op, Variant
+from kernels.formula import Formula
+
+# The rung of an op that does not say: after the built-in blocks, in the order they registered.
+USER_RUNG = 0
 
 _OPS: dict[str, Op] = {}
 _VARIANTS: dict[tuple[str, str], Variant] = {}
@@ -37,8 +42,11 @@ def _check_op(op: Op) -> None:
     bad = [v for values in op.choices.values() for v in values if not CHOICE.fullmatch(v)]
     if bad or any(not values for values in op.choices.values()):
         raise ValueError(f"{where}: choices must be non-empty lists of lower-case names, got {bad}")
-    if set(op.test_shape) != set(sizes):
+    if op.test_shape and set(op.test_shape) != set(sizes):
         raise ValueError(f"{where}: test_shape {sorted(op.test_shape)} must give every size {sizes}")
+    for attribute in ("flops_formula", "bytes_formula"):
+        if not isinstance(getattr(op, attribute, None), Formula):
+            raise ValueError(f"{where}: needs a {attribute} (a kernels.api.Formula of its params)")
     names = (*op.params, *op.optional, "itemsize")
     for formula in (op.flops_formula, op.bytes_formula):
         if not formula.names <= set(names):
@@ -48,7 +56,7 @@ def _check_op(op: Op) -> None:
                 raise ValueError(f"{where}: formula {formula.expression!r} compares {name} with "
                                  f"{text!r}, which is not one of its choices")
     clash = [o.name for o in _OPS.values() if o.rung == op.rung]
-    if clash:
+    if clash and op.rung != USER_RUNG:
         raise ValueError(f"{where}: rung {op.rung} is taken by {clash[0]!r}")
 
 
@@ -84,7 +92,8 @@ def load_all() -> None:
 def ops() -> list[Op]:
     """Every op, in ladder order."""
     load_all()
-    return sorted(_OPS.values(), key=lambda op: op.rung)
+    order = list(_OPS.values())  # registration order breaks ties among USER_RUNG ops
+    return sorted(order, key=lambda op: (op.rung == USER_RUNG, op.rung, order.index(op)))
 
 
 def op_names() -> list[str]:
@@ -108,3 +117,39 @@ def get_variant(op: str, name: str) -> Variant:
     if name not in known:
         raise UnknownNameError(f"unknown variant {name!r} for {op}; known variants: {', '.join(known)}")
     return _VARIANTS[(op, name)]
+
+
+class OpLoadError(ValueError):
+    """A `module:Class` reference that does not give a registered op; the message says why."""
+
+
+def load_op(reference: str) -> Op:
+    """The op a suite YAML's `op: module:Class` names: its module is imported (from the
+    PYTHONPATH), which registers the op and its variants as the kernels/ modules do; `Class`
+    must be an Op subclass (or instance) of the module. An op the module did not register is
+    registered here (it then has no variants, which the suite's config check names)."""
+    module_name, _, name = str(reference).partition(":")
+    if not module_name or not name:
+        raise OpLoadError(f"op: {reference!r} is not `module:Class` (e.g. my_ops:BiasRelu)")
+    load_all()
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # a module missing from PYTHONPATH, or one that fails to run
+        raise OpLoadError(f"op: {reference}: module {module_name!r} does not import "
+                          f"({type(exc).__name__}: {exc}); is its folder on PYTHONPATH?") from None
+    found = getattr(module, name, None)
+    if isinstance(found, type) and issubclass(found, Op):
+        registered = [op for op in _OPS.values() if type(op) is found]
+        if registered:
+            return registered[0]
+        found = found()
+    if not isinstance(found, Op):
+        what = "nothing" if found is None else f"a {type(found).__name__}"
+        raise OpLoadError(f"op: {reference}: {name!r} in {module_name} is {what}, not an Op "
+                          "subclass (kernels.api.Op)")
+    if _OPS.get(found.name) is found:
+        return found
+    try:
+        return register_op(found)
+    except ValueError as exc:
+        raise OpLoadError(f"op: {reference}: {exc}") from None

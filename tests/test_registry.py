@@ -40,7 +40,8 @@ def _op(**attrs):
 @pytest.mark.parametrize("attrs, match", [
     ({"size_axis": "K"}, "size_axis"),
     ({"flops_formula": Formula("2*M*Q")}, "uses names outside"),
-    ({"test_shape": {}}, "test_shape"),
+    ({"test_shape": {"K": 3}}, "test_shape"),
+    ({"bytes_formula": None}, "needs a bytes_formula"),
     ({"choices": {"kind": ("a",)}}, "choices"),
     ({"params": ("M", "kind"), "choices": {"kind": ("Bad-Name",)}}, "lower-case names"),
     ({"rung": 10}, "rung 10 is taken by 'matmul_add'"),

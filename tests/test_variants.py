@@ -33,7 +33,7 @@ def _run(op_name, variant_name, case, baseline_err=None):
     with variant.scope():
         call = variant.prepare(case, inputs)
         call()  # the first call (compiles); the check below runs on a fresh draw
-        return check_call(op, case, inputs, call, baseline_err, generator)
+        return check_call(op, case, inputs, call, baseline_err, refill_from=generator)
 
 
 @pytest.mark.parametrize("op_name, variant_name, case", list(_params()))

@@ -33,7 +33,11 @@ def search_dirs(argv: list[str]) -> list[Path]:
         for entry in value if isinstance(value, list) else [value]:
             entry = str(entry)
             if entry.startswith("file://"):
-                dirs.append(Path(entry.removeprefix("file://")))
+                folder = Path(entry.removeprefix("file://"))
+                if not folder.is_dir():  # Hydra would warn in a block of text and go on
+                    raise ConfigError(f"hydra.searchpath: {entry}: no folder "
+                                      f"{folder.absolute()}")
+                dirs.append(folder)
             elif entry.startswith("pkg://"):
                 package = entry.removeprefix("pkg://").replace("/", ".")
                 try:

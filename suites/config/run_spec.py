@@ -27,7 +27,7 @@ DEVICES = ("auto", "cpu", "cuda")
 KNOWN_KEYS = {
     "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
                "resume"),
-    "suite": ("name", "sizes", "axes", "dtypes", "variants", "reference", "grids", "batch"),
+    "suite": ("name", "op", "sizes", "axes", "dtypes", "variants", "reference", "grids", "batch"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
                "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s"),
     "profile": ("enabled", "wait", "warmup", "active", "record_shapes", "row_limit"),
@@ -125,7 +125,7 @@ def _batched(shapes: list[dict[str, Value]], batch, op) -> list[dict[str, Value]
 
 def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
     check_keys(suite_cfg, "suite")
-    op = get_suite(_require(suite_cfg, "name", "suite")).op
+    op = get_suite(_require(suite_cfg, "name", "suite"), suite_cfg.get("op")).op
     shapes = _shapes(suite_cfg, op, device)
     if "batch" in suite_cfg:
         shapes = _batched(shapes, suite_cfg["batch"], op)

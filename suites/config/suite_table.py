@@ -2,11 +2,14 @@
 
 A suite is named like its op (kernels/<name>.py, which declares its parameters, size axis and
 description) and is configured by conf/suite/<name>.yaml. Adding a block adds its suite; a test
-fails if a YAML has no op or an op has no YAML.
+fails if a YAML has no op or an op has no YAML. A user's own suite names its op in its YAML
+(`op: my_ops:BiasRelu`, a module on PYTHONPATH: kernels/api.py) and lives in their own config
+folder (`hydra.searchpath`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from kernels import registry
 from kernels.base import Op
 from suites.common.errors import ConfigError
@@ -35,8 +38,26 @@ def suite_names() -> list[str]:
     return [s.name for s in suites()]
 
 
-def get_suite(name: str) -> Suite:
+def get_suite(name: str, op_reference: str | None = None) -> Suite:
+    """The suite `name`, a built-in one or, with `op_reference` (its YAML's `op:`), a user's."""
+    if op_reference is not None:
+        return _own_suite(name, op_reference)
     for suite in suites():
         if suite.name == name:
             return suite
-    raise ConfigError(f"suite={name}: unknown suite; accepted: {', '.join(suite_names())}")
+    raise ConfigError(f"suite={name}: unknown suite; accepted: {', '.join(suite_names())} (a "
+                      "suite of your own names its op in its YAML: `op: module:Class`)")
+
+
+def _own_suite(name: str, op_reference: str) -> Suite:
+    try:
+        op = registry.load_op(op_reference)
+    except registry.OpLoadError as exc:
+        raise ConfigError(f"suite.{exc}") from None
+    if op.name != name:
+        raise ConfigError(f"suite.op: {op_reference} is op {op.name!r}, but the suite is named "
+                          f"{name!r}: a suite is named like its op (suite.name={op.name})")
+    if not registry.variant_names(op.name):
+        raise ConfigError(f"suite.op: {op_reference}: op {op.name!r} has no variants; its "
+                          "module registers them with kernels.api.register_variant")
+    return Suite(op)

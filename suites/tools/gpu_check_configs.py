@@ -162,7 +162,7 @@ def _run(op, variant_name: str, case: Case, baseline_err):
     with pass_scope(variant):
         call = variant.prepare(case, inputs)
         call()  # the first call compiles and autotunes; the check is on a fresh draw
-        return check_call(op, case, inputs, call, baseline_err, generator)
+        return check_call(op, case, inputs, call, baseline_err, refill_from=generator)
 
 
 def triton_variants() -> list[tuple[str, str]]:
