@@ -127,8 +127,18 @@ def test_a_wrong_answer_is_incorrect_and_not_timed(tmp_path):
 def test_a_result_remembered_from_the_first_call_is_caught(tmp_path):
     def prepare(case, inputs):
         first = torch.addmm(inputs["b"], inputs["x"], inputs["w"])
-        return lambda: first  # the fresh draw of the correctness pass exposes it
-    assert _measure(fake(prepare), tmp_path, baseline_err=1e-7).row.status == Status.INCORRECT
+        return lambda: first  # computed once: the check overwrites it and calls again
+    row = _measure(fake(prepare), tmp_path, baseline_err=1e-7).row
+    assert row.status == Status.INCORRECT and "without computing it again" in row.reason
+
+
+def test_an_output_buffer_set_up_in_prepare_is_fine(tmp_path):
+    """Derived set-up kept from prepare (a buffer, a transposed weight) is not a remembered
+    result: the call computes into it each time."""
+    def prepare(case, inputs):
+        out, w_t = torch.empty(case["M"], case["N"]), inputs["w"].T.contiguous().T
+        return lambda: torch.addmm(inputs["b"], inputs["x"], w_t, out=out)
+    assert _measure(fake(prepare), tmp_path, baseline_err=1e-7).row.status != Status.INCORRECT
 
 
 def test_the_checked_call_comes_after_the_warm_up_like_the_timed_ones(tmp_path):

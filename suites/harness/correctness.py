@@ -4,11 +4,15 @@ most twice eager's error in the same dtype, plus a small dtype floor.
 
 The harness checks a variant on the inputs it was prepared with, which stay as they are for
 its timing and profile (kernels/api.py's contract: set-up derived from the inputs, such as a
-transposed weight, is allowed). A test of a kernel's plumbing may refill the inputs in place
-first, to see that the call reads them rather than a copy."""
+transposed weight, is allowed). What it must not do is return a result computed once: the
+checked call's output is overwritten with NaN and the call made again, so a call that hands
+back an earlier tensor without recomputing it fails, with that reason. A test of a kernel's
+plumbing may refill the inputs in place first, to see that the call reads them, not a copy."""
 from __future__ import annotations
 
 import torch
+
+from dataclasses import replace
 
 from kernels.base import Call, Case, Inputs, Op
 from suites.results.row import Check
@@ -68,4 +72,30 @@ def check_call(op: Op, case: Case, inputs: Inputs, call: Call, baseline_err: flo
     if refill_from is not None:
         refill(inputs, op.make_inputs(case, refill_from))
     with torch.no_grad():
-        return compare(call(), op.reference(case, inputs), case.dtype, baseline_err)
+        earlier = call()
+        poisoned = _poison(earlier, inputs)
+        out = call()
+        check = compare(out, op.reference(case, inputs), case.dtype, baseline_err)
+    if poisoned and not check.passed and _shares_storage(out, earlier):
+        check = replace(check, problem=REMEMBERED)
+    return check
+
+
+REMEMBERED = ("the call returned a tensor of an earlier call without computing it again (its "
+              "values were overwritten between two calls and came back as they were): a call "
+              "must compute each time; a result computed in prepare is timed as doing nothing")
+
+
+def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _poison(out, inputs: Inputs) -> bool:
+    """Overwrite a floating output with NaN, unless it shares memory with an input (an in-place
+    variant: its inputs must stay as they are). Whether it did."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
+        return False
+    if any(_shares_storage(out, t) for t in inputs.values() if isinstance(t, torch.Tensor)):
+        return False
+    out.fill_(float("nan"))
+    return True
