@@ -36,13 +36,11 @@ HYDRA = ("hydra", "omegaconf")
 HYDRA_ALLOWED = ("run_suite", "suites.config")
 KERNELS_NEVER = ("pandas", "matplotlib") + HYDRA
 # Left by the move to rooms, each undone by a commit of its own: the run-spec types move to the
-# harness, the ladder's shared plot and classifier parts to the kit, findings off ResultRow.
+# harness, findings off ResultRow.
 TRANSITIONAL = ("suites.harness.case_run imports suites.config.run_spec",
                 "suites.harness.kernel_time imports suites.config.run_spec",
                 "suites.harness.runner imports suites.config.run_spec",
                 "suites.harness.variant_passes imports suites.config.run_spec",
-                "suites.reports.ladder.answer imports suites.reports.run.verdicts",
-                "suites.reports.ladder.plots imports suites.reports.run.plots",
                 "suites.traces.findings.core imports suites.results.row",
                 "suites.traces.findings.detectors imports suites.results.row",
                 "suites.traces.findings.measured imports suites.results.row")
