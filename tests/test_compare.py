@@ -13,7 +13,9 @@ import pytest
 from suites.reports.compare.command import main
 from suites.reports.compare.loading import round_medians
 from suites.reports.compare.joined import Rule
-from suites.reports.compare.round_ratio import NOISE_FLOOR, ratio_ci, verdict
+from suites.reports.compare.decision import NOISE_FLOOR, change
+from suites.reports.kit.change import Change
+from suites.results.intervals import ratio_ci
 from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,16 +40,17 @@ def test_clearly_faster():
     ci = ratio_ci(a, b)
     assert ci.high < 1.0 and ci.low <= ci.ratio <= ci.high
     assert 0.45 < ci.ratio < 0.55
-    assert verdict(ci) == "faster"
-    assert verdict(ratio_ci(b, a)) == "slower"
+    assert change(ci) == Change.FASTER
+    assert change(ratio_ci(b, a)) == Change.SLOWER
 
 
 def test_a_change_of_1_3x_is_called_and_a_a_is_not():
-    called = sum(verdict(ratio_ci(rounds(100.0, 5, s), rounds(130.0, 5, 100 + s))) == "slower"
-                 for s in range(50))
-    same = sum(verdict(ratio_ci(rounds(100.0, 5, s), rounds(100.0, 5, 100 + s))) == "same"
-               for s in range(50))
-    assert called >= 45 and same >= 49
+    called = sum(change(ratio_ci(rounds(100.0, 5, s), rounds(130.0, 5, 100 + s)))
+                 == Change.SLOWER for s in range(50))
+    a_a = [change(ratio_ci(rounds(100.0, 5, s), rounds(100.0, 5, 100 + s))) for s in range(50)]
+    # A/A is never called a change; a few of its intervals reach across the floor: unclear.
+    assert called >= 45 and a_a.count(Change.SAME) >= 45
+    assert Change.FASTER not in a_a and Change.SLOWER not in a_a
 
 
 def test_a_shift_below_the_noise_floor_is_the_same():
@@ -55,14 +58,15 @@ def test_a_shift_below_the_noise_floor_is_the_same():
     a, b = rounds(100.0, 8, 5, spread=0.002), rounds(103.0, 8, 6, spread=0.002)
     ci = ratio_ci(a, b)
     assert ci.low > 1.0
-    assert verdict(ci, floor=NOISE_FLOOR) == "same"
-    assert verdict(ci, floor=0.0) == "slower"
+    assert change(ci, floor=NOISE_FLOOR) == Change.SAME
+    assert change(ci, floor=0.0) == Change.SLOWER
 
 
 def test_the_spread_inside_a_round_does_not_decide():
-    """Thousands of tight samples per round, but rounds 30% apart: no verdict on a 10% shift."""
+    """Thousands of tight samples per round, but rounds 30% apart: a 10% shift is unclear, its
+    interval reaching across the noise floor (neither called a change nor the same)."""
     a, b = [100.0, 130.0, 100.0, 130.0], [110.0, 143.0, 110.0, 143.0]
-    assert verdict(ratio_ci(a, b)) == "same"
+    assert change(ratio_ci(a, b)) == Change.UNCLEAR
 
 
 def test_round_medians_leave_out_rounds_that_were_not_clean():
@@ -224,7 +228,7 @@ def test_real_runs_and_a_multirun_folder(tmp_path):
     assert len(frame) == 2
     # Real timings on a shared machine: any decided verdict is fine, a hole is not; a row the
     # machine's load made noisy is the one allowed exception, and says so.
-    decided = frame[frame["verdict"].isin(["faster", "slower", "same"])]
+    decided = frame[frame["verdict"].isin(list(Change))]
     rest = frame.drop(decided.index)
     assert (rest["status_a"].eq("noisy") | rest["status_b"].eq("noisy")).all(), rest.to_string()
     assert decided["ci_low"].le(decided["ci_high"]).all() and (decided["n_a"] >= 3).all()

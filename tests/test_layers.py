@@ -34,11 +34,8 @@ TRACES_MAY_USE = ("suites.results.columns", "suites.common")
 HYDRA = ("hydra", "omegaconf")
 HYDRA_ALLOWED = ("run_suite", "suites.config")
 KERNELS_NEVER = ("pandas", "matplotlib") + HYDRA
-# Left by the move to rooms, each undone by a commit of its own: the ladder's shared plot and
-# classifier parts move to the kit, findings off ResultRow.
-TRANSITIONAL = ("suites.reports.ladder.answer imports suites.reports.run.verdicts",
-                "suites.reports.ladder.plots imports suites.reports.run.plots",
-                "suites.traces.findings.core imports suites.results.row",
+# Left by the move to rooms, undone by a commit of its own: findings off ResultRow.
+TRANSITIONAL = ("suites.traces.findings.core imports suites.results.row",
                 "suites.traces.findings.detectors imports suites.results.row",
                 "suites.traces.findings.measured imports suites.results.row")
 

@@ -12,7 +12,8 @@ from suites.traces.findings.measured import row_findings
 from suites.harness.calibration import best_peaks
 from suites.harness.derived import new_row
 from suites.reports.kit.banner import banner_lines, rounds_line
-from suites.reports.run.verdicts import FASTER, SAME, SLOWER, UNCLEAR, classify, verdict_lines
+from suites.reports.kit.change import SAME_WITHIN, Change, classify
+from suites.reports.run.by_size import lines_by_size
 from suites.results.columns import Status
 from suites.results.row import Roofline
 from suites.config.run_spec import auto_threads, timing_spec
@@ -20,11 +21,11 @@ from suites.config.run_spec import auto_threads, timing_spec
 NAN = math.nan
 
 
-@pytest.mark.parametrize("s, low, high, expected", [
-    (1.5, 1.4, 1.6, FASTER), (0.5, 0.45, 0.55, SLOWER), (1.0, 0.99, 1.01, SAME),
-    (1.02, 0.95, 1.1, UNCLEAR), (1.5, NAN, NAN, UNCLEAR)])
-def test_classify(s, low, high, expected):
-    assert classify(s, low, high) == expected
+@pytest.mark.parametrize("low, high, expected", [
+    (1.4, 1.6, Change.FASTER), (0.45, 0.55, Change.SLOWER), (0.99, 1.01, Change.SAME),
+    (0.95, 1.1, Change.UNCLEAR), (NAN, NAN, Change.UNCLEAR)])
+def test_classify(low, high, expected):
+    assert classify(low, high, SAME_WITHIN) == expected
 
 
 def _frame(rows):
@@ -42,11 +43,11 @@ def test_the_answer_groups_sizes_into_stretches_with_intervals():
                     ("compile", 256, "noisy", NAN, NAN, NAN, NAN),
                     ("compile", 512, "ok", 1.0, 0.99, 1.01, 20),
                     ("compile", 1024, "ok", 1.0, 0.995, 1.005, 20)])
-    (line,) = verdict_lines(frame, "M", ["M", "N", "K"], "eager")
+    (line,) = lines_by_size(frame, "M", ["M", "N", "K"], "eager")
     # The noisy M256 breaks the stretch: no verdict covers a size that was not measured.
     assert line == ("compile (compile), fp32: slower at M64 to M128: 0.52x-0.6x; noisy at M256; "
                     "the same within 2% at M512 to M1024: 1x-1x")
-    one = verdict_lines(frame[frame["M"] <= 64], "M", ["M", "N", "K"], "eager")
+    one = lines_by_size(frame[frame["M"] <= 64], "M", ["M", "N", "K"], "eager")
     assert one == ["compile (compile), fp32: slower at M64: 0.52x (0.49-0.55)"]
 
 

@@ -1,6 +1,8 @@
 """How the reports write numbers: never an exponent for the magnitudes a benchmark produces
 (23,020 us or 23.02k, not 2.302e+04). `num` for table cells (suffixes keep columns narrow),
-`plain` for prose (whole numbers with separators)."""
+`plain` for prose (whole numbers with separators), `times` and `span` for factors and ranges in
+prose; the formats a table keeps for a reason are named here too (`ratio`, `fixed_times`,
+`count`, `sci`), so no report writes a number by a format of its own."""
 from __future__ import annotations
 
 import math
@@ -16,9 +18,44 @@ def plain(value: float, digits: int = 3) -> str:
     """`digits` significant figures; thousands and above as whole numbers with separators."""
     if missing(value):
         return "-"
-    if abs(value) >= 10 ** digits:
+    if abs(value) >= 10 ** digits - 0.5:  # 999.7 reads 1,000, not 1e+03
         return f"{value:,.0f}"
     return f"{value:.{digits}g}"
+
+
+def times(value: float) -> str:
+    """A factor in prose, `plain` with an x: 1.14x, 0.52x, 1,234x."""
+    return "-" if missing(value) else plain(value) + "x"
+
+
+def span(low: float, high: float, unit: str = "") -> str:
+    """A range in prose: `0.49-0.55` (an interval), `0.52x-0.6x` with unit="x"."""
+    return f"{plain(low)}{unit}-{plain(high)}{unit}"
+
+
+def ratio(value) -> str:
+    """A time ratio near 1, in a table: three decimals from 0.1 to 100, where a few percent are
+    decided (1.02 against 1.02 would hide a 1.015 to 1.024 difference); `plain` beyond."""
+    if missing(value):
+        return "-"
+    return f"{value:.3f}" if 0.1 <= value < 100 else plain(value)
+
+
+def fixed_times(value: float) -> str:
+    """A factor in a table column: two decimals, so the column lines up (1.05x, 12.30x), but
+    two significant figures below 0.1, never a 0.00x for a 500x slowdown."""
+    return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
+
+
+def count(value: float) -> str:
+    """A count, whole, with separators; a fraction rounds up (the call that repays a cost)."""
+    return f"{math.ceil(value):,}"
+
+
+def sci(value: float) -> str:
+    """Three significant figures, an exponent where it needs one: FLOP counts, which span
+    decades and are read by their exponent (6.39e+06), not their digits."""
+    return f"{value:.3g}"
 
 
 def num(value, digits: int = 4) -> str:

@@ -1,10 +1,18 @@
-"""A speedup paired per round, with a 95% interval from the rounds.
+"""Every interval the tool computes, each a 95% interval from timing rounds: the speedup paired
+per round (one run: the run report and the ladder) and the ratio of two runs' times (compare).
 
-Within one round the baseline and the variant were timed back to back, so a slow drift of the
-machine (another job starting, the clock stepping) moves both; their ratio in that round cancels
-it. The rounds' log ratios are then treated as independent draws: the speedup is their geometric
-mean, and the interval Student's t on their mean (few rounds, so t rather than a normal
-quantile; logs, so a 2x speedup and a 2x slowdown are equally far from 1).
+Paired: within one round the baseline and the variant were timed back to back, so a slow drift
+of the machine (another job starting, the clock stepping) moves both; their ratio in that round
+cancels it. The rounds' log ratios are then treated as independent draws: the speedup is their
+geometric mean, and the interval Student's t on their mean (few rounds, so t rather than a
+normal quantile; logs, so a 2x speedup and a 2x slowdown are equally far from 1).
+
+Two runs: no round of one run pairs with a round of the other, so each side's clean round
+medians are taken as independent draws (in logs again) and Welch's t interval on the difference
+of the mean logs gives the ratio's interval: unequal spreads and round counts are allowed. The
+unit of evidence is a round's median, not a call: the calls inside one round share one machine
+state, so their spread says how steady that state was, not how much the next round or the next
+run will differ (on a shared machine that is the spread that matters).
 """
 from __future__ import annotations
 
@@ -51,3 +59,27 @@ def paired_speedup(baseline: dict[int, float], variant: dict[int, float]) -> Pai
     logs = [math.log(baseline[r] / variant[r]) for r in rounds]
     mean, low, high = log_interval(logs)
     return Paired(math.exp(mean), math.exp(low), math.exp(high), len(rounds))
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    ratio: float  # exp(mean log B rounds - mean log A rounds): B's time over A's
+    low: float
+    high: float
+
+
+def _mean_var(values) -> tuple[float, float, int]:
+    logs = [math.log(v) for v in values]
+    return statistics.fmean(logs), statistics.variance(logs), len(logs)
+
+
+def ratio_ci(a_rounds, b_rounds) -> RatioCI:
+    """95% Welch interval of B/A from each side's round medians (at least 2 per side)."""
+    (ma, va, na), (mb, vb, nb) = _mean_var(a_rounds), _mean_var(b_rounds)
+    se2 = va / na + vb / nb
+    diff = mb - ma
+    if se2 == 0:
+        return RatioCI(math.exp(diff), math.exp(diff), math.exp(diff))
+    dof = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    half = t95(max(1, int(dof))) * math.sqrt(se2)
+    return RatioCI(math.exp(diff), math.exp(diff - half), math.exp(diff + half))

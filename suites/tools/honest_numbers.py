@@ -32,6 +32,7 @@ import pandas as pd
 from kernels import registry
 from suites.reports.compare.loading import load_side
 from suites.reports.compare.joined import Rule, compare_rows
+from suites.reports.kit.change import Change
 from suites.results.columns import Status
 from suites.results.tables import read_measurements
 from suites.config.run_spec import auto_threads
@@ -64,8 +65,8 @@ def check_aa(out: Path, base: list[str]) -> list[Path]:
         a = run_suite(out / f"aa_{pair}_a", *base)
         b = run_suite(out / f"aa_{pair}_b", *base)
         frame = verdicts(a, b)
-        comparable = frame[frame["verdict"].isin(["faster", "slower", "same"])]
-        called = comparable[comparable["verdict"] != "same"]
+        comparable = frame[frame["verdict"].isin(list(Change))]
+        called = comparable[comparable["verdict"].isin([Change.FASTER, Change.SLOWER])]
         print(f"  pair {pair}: {len(called)} faster/slower of {len(comparable)} comparable "
               f"(target {TARGETS['aa']})"
               + "".join(f"\n    {r.case_id} {r.variant}: B/A {r.ratio:.3f} ({r.ci_low:.3f}-"
@@ -81,7 +82,7 @@ def check_sensitivity(out: Path, base: list[str], quiet: Path, size_axis: str) -
     frame = verdicts(quiet, b)
     sizes = read_measurements(quiet).set_index(["case_id", "variant"])[size_axis]
     frame["size"] = [sizes.get((c, v), float("nan")) for c, v in zip(frame["case_id"], frame["variant"])]
-    big = frame[(frame["size"] >= 512) & frame["verdict"].isin(["faster", "slower", "same"])]
+    big = frame[(frame["size"] >= 512) & frame["verdict"].isin(list(Change))]
     affected = big[big["ratio"] <= 1 / 1.3]
     called = affected[affected["verdict"] == "faster"]
     share = len(called) / len(affected) if len(affected) else float("nan")

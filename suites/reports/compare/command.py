@@ -6,8 +6,9 @@
 Each side is a run folder or any folder holding run folders (a multirun sweep). Rows are joined
 on (suite, case_id, variant). Where both are ok with at least 3 clean timing rounds a side, a
 95% interval of B/A from the rounds' medians decides: faster when the whole interval is below
-1 / (1 + noise floor), slower when it is above 1 + noise floor, else same. Every row of either side
-is listed; noisy rows and rows with too few rounds are "not comparable", with the reason.
+1 / (1 + noise floor), slower when it is above 1 + noise floor, the same when it lies between,
+unclear when it reaches across either bound. Every row of either side is listed; noisy rows and
+rows with too few rounds are "not comparable", with the reason.
 Writes compare.csv, compare.md, compare.html and compare.png; prints the table and the folder.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from suites.common import cli
-from suites.reports.compare import round_ratio as rr
+from suites.reports.compare import decision
 from suites.reports.compare.loading import load_side
 from suites.reports.compare.outputs import write_all
 from suites.reports.compare.plot import write_plot
@@ -36,10 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None,
                         help=f"output folder (default: {DEFAULT_ROOT}/<time>, under the cwd)")
     parser.add_argument("--noise-floor", dest="noise_floor", type=float,
-                        default=rr.NOISE_FLOOR,
+                        default=decision.NOISE_FLOOR,
                         help="smallest relative change called faster or slower: the whole "
-                             "interval must clear 1 +- this (default %(default)s, the A/A drift "
-                             "between runs measured on a shared machine)")
+                             "interval must clear 1 +- this, and lie within it to be called the "
+                             "same (default %(default)s, the A/A drift between runs measured on "
+                             "a shared machine)")
     return parser
 
 
@@ -80,8 +82,9 @@ def compare(args) -> Path:
     print(table)
     print()
     print("\n".join(side_a.incomplete + side_b.incomplete + summary))
-    print(f"noise floor: {rule.noise_floor:.0%} (a verdict needs the whole 95% interval of B/A "
-          f"beyond 1 +- this; from {rule.min_rounds} clean rounds a side)")
+    print(f"noise floor: {rule.noise_floor:.0%} (faster or slower needs the whole 95% interval "
+          f"of B/A beyond 1 +- this, the same all of it within; from {rule.min_rounds} clean "
+          "rounds a side)")
     print(f"compare folder: {out_dir}")
     return out_dir
 

@@ -8,9 +8,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from suites.reports.compare import round_ratio as rr
+from suites.common.numbers import plain, times
+from suites.reports.compare import decision
 from suites.reports.compare.loading import Side
+from suites.reports.kit.change import Change
 from suites.results.columns import KEY, Status
+from suites.results.intervals import ratio_ci
 
 COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
            "ci_low", "ci_high", "verdict", "n_a", "n_b", "status_a", "status_b", "note"]
@@ -19,8 +22,8 @@ NAN = float("nan")
 
 @dataclass(frozen=True)
 class Rule:
-    noise_floor: float = rr.NOISE_FLOOR
-    min_rounds: int = rr.MIN_ROUNDS
+    noise_floor: float = decision.NOISE_FLOOR
+    min_rounds: int = decision.MIN_ROUNDS
 
     def __post_init__(self):
         if self.min_rounds < 2:  # a spread needs two rounds a side
@@ -54,10 +57,10 @@ def _judge(out: dict, a_rounds, b_rounds, rule: Rule) -> None:
         out["note"] = (f"too few rounds (A {out['n_a']}, B {out['n_b']}; {rule.min_rounds} clean "
                        "rounds a side needed): ratio of recorded medians, no CI")
         return
-    ci = rr.ratio_ci(a_rounds, b_rounds)
-    out.update(ratio=ci.ratio, ci_low=ci.low, ci_high=ci.high,
-               verdict=rr.verdict(ci, rule.noise_floor))
-    out["note"] = rr.same_note(ci, rule.noise_floor) if out["verdict"] == "same" else ""
+    ci = ratio_ci(a_rounds, b_rounds)
+    cls = decision.change(ci, rule.noise_floor)
+    out.update(ratio=ci.ratio, ci_low=ci.low, ci_high=ci.high, verdict=str(cls),
+               note=decision.note(ci, rule.noise_floor, cls))
 
 
 def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
@@ -97,21 +100,23 @@ def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule()) -> pd.DataFram
 def summary_lines(frame: pd.DataFrame) -> list[str]:
     """Counts per verdict, then the largest speedup and slowdown among decided rows."""
     counts = frame["verdict"].value_counts()
-    order = ["faster", "slower", "same", "not comparable", "only in A", "only in B"]
+    order = [Change.FASTER, Change.SLOWER, Change.SAME, Change.UNCLEAR, "not comparable",
+             "only in A", "only in B"]
     lines = [f"{len(frame)} rows: " + ", ".join(f"{counts[v]} {v}" for v in order if v in counts)]
-    decided = frame[frame["verdict"].isin(["faster", "slower"])]
-    for verdict, pick in (("faster", "idxmin"), ("slower", "idxmax")):
-        rows = decided[decided["verdict"] == verdict]
+    for verdict, pick in ((Change.FASTER, "idxmin"), (Change.SLOWER, "idxmax")):
+        word = "speedup" if verdict == Change.FASTER else "slowdown"
+        rows = frame[frame["verdict"] == verdict]
         if rows.empty:
-            lines.append(f"largest {'speedup' if verdict == 'faster' else 'slowdown'}: none")
+            lines.append(f"largest {word}: none")
             continue
         row = rows.loc[getattr(rows["ratio"], pick)()]
-        word = "speedup" if verdict == "faster" else "slowdown"
-        factor = 1 / row["ratio"] if verdict == "faster" else row["ratio"]
-        times = f"{factor:,.0f}x" if factor >= 100 else f"{factor:.3g}x"
-        lines.append(f"largest {word}: {row['case_id']} {row['variant']}: B/A {row['ratio']:.3g} "
-                     f"(CI {row['ci_low']:.3g} to {row['ci_high']:.3g}), B {times} "
-                     f"{'faster' if verdict == 'faster' else 'slower'}")
+        factor = 1 / row["ratio"] if verdict == Change.FASTER else row["ratio"]
+        lines.append(f"largest {word}: {row['case_id']} {row['variant']}: B/A "
+                     f"{plain(row['ratio'])} (CI {plain(row['ci_low'])} to "
+                     f"{plain(row['ci_high'])}), B {times(factor)} {verdict}")
+    if (frame["verdict"] == Change.UNCLEAR).any():
+        lines.append("unclear: the 95% interval of B/A reaches across the noise floor; more "
+                     "rounds (timing.rounds) would tell")
     both = frame["status_a"].notna() & frame["status_b"].notna()
     if len(frame) and not both.any():
         lines.append("no row is in both A and B: are these the same suite and grid?")

@@ -3,17 +3,17 @@ look as report.html, readable offline) and the rule that produced the verdicts, 
 from __future__ import annotations
 
 import html
-import math
 from pathlib import Path
 
 import pandas as pd
 
+from suites.common.numbers import missing, num, plain, ratio
 from suites.reports.compare.loading import Side, env_facts
 from suites.reports.compare.joined import Rule
 from suites.reports.kit import page as hp
 
 VERDICT_CSS = """
-tr.faster td{background:#eaf6ec}tr.slower td{background:#fbeaea}
+tr.faster td{background:#eaf6ec}tr.slower td{background:#fbeaea}tr.unclear td{background:#fdf5e2}
 tr.not-comparable td,tr.only-in-a td,tr.only-in-b td{color:#777}
 """
 HTML_COLUMNS = {"case_id": "case", "variant": "variant", "median_a_us": "A median us",
@@ -26,36 +26,24 @@ def rule_text(rule: Rule) -> str:
             f"timing round's median (the calls of one round share one machine state): each side "
             f"needs {rule.min_rounds} clean rounds, and Welch's t gives a 95% interval of B/A from "
             f"the two sides' round medians (in logs). The verdict is faster when the whole "
-            f"interval is below {1 / (1 + rule.noise_floor):.3g}, slower when it is all above "
-            f"{1 + rule.noise_floor:.3g}, otherwise same. The noise floor, "
+            f"interval is below {plain(1 / (1 + rule.noise_floor))}, slower when it is all above "
+            f"{plain(1 + rule.noise_floor)}, the same when it lies all between the two, and "
+            "unclear when it reaches across either (more rounds would tell). The noise floor, "
             f"{rule.noise_floor:.0%}, is there because two runs of one commit minutes apart land "
             "in different machine states by more than their rounds show (the README's A/A "
             "measurement).")
 
 
-def _num(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.{digits}g}"
-
-
-def _ratio(value) -> str:
-    """Three decimals near 1, where a 2% margin is decided (1.02 vs 1.02 would hide it)."""
-    if value is None or math.isnan(value):
-        return "-"
-    return f"{value:.3f}" if 0.1 <= value < 100 else f"{value:.3g}"
-
-
 def _display(frame: pd.DataFrame) -> pd.DataFrame:
     """Strings for the md and html tables: CI as one cell, sample counts and statuses paired."""
     return frame.assign(
-        ratio=frame["ratio"].map(_ratio),
-        ci=[f"{_ratio(lo)} to {_ratio(hi)}" if not math.isnan(lo) else "-"
+        ratio=frame["ratio"].map(ratio),
+        ci=[f"{ratio(lo)} to {ratio(hi)}" if not missing(lo) else "-"
             for lo, hi in zip(frame["ci_low"], frame["ci_high"])],
         n=[f"{a}/{b}" for a, b in zip(frame["n_a"], frame["n_b"])],
         status=[f"{a or '-'}/{b or '-'}" for a, b in
                 zip(frame["status_a"].fillna(""), frame["status_b"].fillna(""))],
-        median_a_us=frame["median_a_us"].map(_num), median_b_us=frame["median_b_us"].map(_num),
+        median_a_us=frame["median_a_us"].map(num), median_b_us=frame["median_b_us"].map(num),
         note=frame["note"].fillna(""))
 
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib import ticker
 
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from suites.reports.kit.change import Change
+from suites.reports.kit.plots import plt, save_png, times_ticks
 
-from suites.reports.kit.label_fit import fit_ticks  # noqa: E402
-
-COLORS = {"faster": "#2a9d3a", "slower": "#c62828", "same": "#777777"}
+# Unclear in amber: neither a change nor the same; more rounds would tell.
+COLORS = {Change.FASTER: "#2a9d3a", Change.SLOWER: "#c62828", Change.SAME: "#777777",
+          Change.UNCLEAR: "#d08c00"}
 ROW_INCHES = 0.24
 
 
@@ -29,9 +28,7 @@ def _empty(path: Path, message: str) -> Path:
     fig, ax = plt.subplots(figsize=(7, 2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
 
 
 def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
@@ -42,7 +39,7 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     fig, ax = plt.subplots(figsize=(9, 1.9 + ROW_INCHES * n))
     y = np.arange(n)[::-1]  # first row on top, in the table's order
     ax.axvspan(1 / (1 + floor), 1 + floor, color="#dddddd", alpha=0.6, lw=0,
-               label=f"+-{floor:.0%} noise floor: called the same")
+               label=f"+-{floor:.0%} noise floor (same: all inside)")
     ax.axvline(1.0, color="black", linewidth=0.8)
     for verdict, color in COLORS.items():
         pick = (rows["verdict"] == verdict).to_numpy()
@@ -62,17 +59,13 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     # Decades are too coarse for a +-10% comparison: evenly spaced ticks read better there.
     ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)) if high / low > 4
                                else ticker.MaxNLocator(nbins=8))
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
-    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    times_ticks(ax.xaxis)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     ax.set_xlabel("B / A time per call (left of 1: B faster)")
     ax.set_title("B vs A per row: ratio with its 95% interval from the timing rounds", fontsize=10)
     # Legend in its own strip under the axes, so it never covers a row.
     height = 1.9 + ROW_INCHES * n
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8,
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=5, fontsize=8,
                frameon=False)
     fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
-    fit_ticks(fig)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

@@ -1,2 +1,4 @@
-"""The render kit every report shares: the HTML page, the banner, plot labels and saving, and
-compile break-even."""
+"""The render kit every report shares (the run report, the ladder, compare): the HTML page, the
+banner, plot plumbing and saving (plots, label_fit), the one classifier of a change (change:
+faster / same / slower / unclear) and compile break-even. Numbers are written by
+suites/common/numbers.py."""

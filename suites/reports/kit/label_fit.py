@@ -1,5 +1,5 @@
-"""Every plot the project saves goes through `save_png`: tick labels that do not overlap, and a
-file written whole (suites/results/atomic.py).
+"""Tick labels that do not overlap, on every plot the project saves (kit/plots.py's `save_png`
+calls `fit_ticks` before it writes).
 
 Matplotlib places tick labels where the ticks are, whatever their width: long case ids or many
 ratio ticks run into each other (compare.png's x axis did). Before a figure is saved,
@@ -9,11 +9,6 @@ degrees, and where they still overlap it shows every second (third, ...) label o
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
-import matplotlib.pyplot as plt
-
-from suites.results import atomic
 
 PAD_PX = 2.0  # labels closer than this read as one
 
@@ -53,11 +48,3 @@ def fit_ticks(fig) -> None:
             fig.canvas.draw()
             step += 1
 
-
-def save_png(fig, path: Path, dpi: int = 110) -> Path:
-    """`fig` fitted (fit_ticks), written to `path` whole, and closed."""
-    fit_ticks(fig)
-    with atomic.replacing(path) as tmp:  # never a cut PNG
-        fig.savefig(tmp, dpi=dpi, format="png")
-    plt.close(fig)
-    return path

@@ -2,7 +2,7 @@
 off against the block's baseline, and where does the baseline's time go.
 
 From the ladder table (suites/reports/ladder/table.py): one line per (block, dtype, machine) with each
-family's fastest ok variant classed by its 95% interval (suites/reports/run/verdicts.py), the
+family's fastest ok variant classed by its 95% interval (suites/reports/kit/change.py), the
 families with no result and why, the baseline's kernels and device time per call; a headline
 naming the blocks where some family is faster; and a small plot of those speedups.
 """
@@ -10,21 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-
-from kernels import registry  # noqa: E402
-from kernels.base import DTYPE_SHORT  # noqa: E402
-from suites.reports.kit.label_fit import save_png  # noqa: E402
-from suites.common.numbers import plain  # noqa: E402
-from suites.reports.run.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, classify  # noqa: E402
-from suites.results.columns import Status  # noqa: E402
-
-WORDS = {FASTER: "faster", SLOWER: "slower", SAME: f"the same within {SAME_WITHIN:.0%}"}
+from kernels import registry
+from kernels.base import DTYPE_SHORT
+from suites.common.numbers import plain, span, times
+from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
+from suites.reports.kit.plots import plt, save_png, times_ticks
+from suites.results.columns import Status
 
 
 def _block(rows: pd.DataFrame) -> str:
@@ -46,14 +39,13 @@ def _paired(rows: pd.DataFrame) -> pd.DataFrame:
     baseline's family, attention's naive_inplace, is a row like any other)."""
     base = rows["suite"].map(_baseline_name)
     ok = rows[(rows["status"] == Status.OK) & rows["speedup"].notna() & (rows["variant"] != base)]
-    return ok.assign(cls=[classify(r.speedup, r.speedup_low, r.speedup_high)
-                          for r in ok.itertuples()])
+    return ok.assign(cls=row_changes(ok))
 
 
 def _family(r) -> str:
-    interval = "" if pd.isna(r.speedup_low) else f" ({r.speedup_low:.3g}-{r.speedup_high:.3g})"
+    interval = "" if pd.isna(r.speedup_low) else f" ({span(r.speedup_low, r.speedup_high)})"
     who = r.variant if r.variant == r.family else f"{r.family} {r.variant}"
-    return f"{who} {WORDS.get(r.cls, 'unclear')}, {r.speedup:.3g}x{interval}"
+    return f"{who} {phrase(r.cls, SAME_WITHIN)}, {times(r.speedup)}{interval}"
 
 
 def _baseline(rows: pd.DataFrame) -> str | None:
@@ -82,9 +74,9 @@ def lines(table: pd.DataFrame) -> tuple[str, list[str]]:
         parts += [f"{r.family} {r.status}" for r in missing.itertuples()]
         base = _baseline(rows)
         out.append(f"{_block(rows)}: " + "; ".join(parts + ([base] if base else [])))
-        if (paired["cls"] == FASTER).any():
+        if (paired["cls"] == Change.FASTER).any():
             best = paired.loc[paired["speedup"].idxmax()]
-            paying.append(f"{rows.iloc[0]['suite']} ({best['variant']} {best['speedup']:.3g}x)")
+            paying.append(f"{rows.iloc[0]['suite']} ({best['variant']} {times(best['speedup'])})")
     blocks = table["suite"].nunique()
     if paying:
         head = (f"A fused form pays off at the reference shape of {len(paying)} of {blocks} "
@@ -105,12 +97,12 @@ def plot(table: pd.DataFrame, path: Path) -> Path | None:
     ys = range(len(paired))
     errors = [(paired["speedup"] - paired["speedup_low"]).clip(lower=0).fillna(0),
               (paired["speedup_high"] - paired["speedup"]).clip(lower=0).fillna(0)]
-    colors = {FASTER: "#2a9d4b", SLOWER: "#c0392b"}
+    colors = {Change.FASTER: "#2a9d4b", Change.SLOWER: "#c0392b"}
     ax.barh(ys, paired["speedup"], xerr=errors, color=[colors.get(c, "#999999")
                                                        for c in paired["cls"]], capsize=2)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
+    times_ticks(ax.xaxis)
     ax.set_yticks(list(ys))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()

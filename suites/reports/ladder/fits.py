@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from suites.common.numbers import sci
 from suites.traces.device_time import on_gpu
 from suites.results.columns import Status
 
@@ -88,7 +89,7 @@ def crossover(flops, device_us, host_us, labels=None) -> tuple[float, str]:
                 y0, y1 = diff[i], diff[i + 1]
             x = math.exp(_crossing_x(math.log(f[i]), math.log(f[i + 1]), y0, y1))
             between = f" (between {names[i]} and {names[i + 1]})" if names[i] else ""
-            return x, f"at {x:.3g} FLOPs{between}"
+            return x, f"at {sci(x)} FLOPs{between}"
     return NAN, "never within the grid"
 
 

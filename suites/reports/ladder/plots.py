@@ -1,5 +1,6 @@
-"""The ladder's two plots per suite, in the run report's style (suites/reports/run/plots.py): time per
-call against work with the fitted overhead curves, and the measured roofline."""
+"""The ladder's two plots per suite, in the run report's style (the kit's panels and legend,
+suites/reports/kit/plots.py): time per call against work with the fitted overhead curves, and
+the measured roofline."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,9 +10,9 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from kernels.base import DTYPE_SHORT
+from suites.common.numbers import plain
+from suites.reports.kit.plots import panels, plt, save_png, save_with_legend
 from suites.reports.ladder.fits import Fit
-from suites.reports.kit.label_fit import fit_ticks
-from suites.reports.run.plots import _panels, _save, plt
 
 MARKERS = ("o", "s", "^", "D", "v", "P")
 PEAK_STYLES = ("--", ":", "-.")
@@ -24,12 +25,12 @@ def _colors(variants) -> dict[str, str]:
 
 def fit_plot(ok: pd.DataFrame, fits: dict[tuple[str, str], Fit], suite: str, path: Path) -> Path:
     """`ok`: the suite's ok rows; `fits`: (variant, dtype, choice) -> Fit (absent where none)."""
-    fig, panels = _panels(ok, f"{suite}: time per call vs work; lines: fit overhead + FLOPs / R")
+    fig, dtype_axes = panels(ok, f"{suite}: time per call vs work; lines: fit overhead + FLOPs / R")
     width, height = fig.get_size_inches()
     fig.set_size_inches(max(width, 8.0), height)  # one dtype: room for the title and legend
     labels = (ok["variant"] + " " + ok["choice"]).str.strip()
     colors = _colors(labels)
-    for dtype, ax in panels:
+    for dtype, ax in dtype_axes:
         rows = ok[ok["dtype"] == dtype]
         grid = np.geomspace(rows["flops"].min() / 2, rows["flops"].max() * 2, 100)
         for (variant, choice), group in rows.groupby(["variant", "choice"], sort=False):
@@ -45,7 +46,7 @@ def fit_plot(ok: pd.DataFrame, fits: dict[tuple[str, str], Fit], suite: str, pat
         ax.set_ylabel("time per call (us)")
         ax.set_title(DTYPE_SHORT.get(dtype, dtype))
         ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return save_with_legend(fig, path)
 
 
 def _x_range(ok: pd.DataFrame, peaks: dict) -> tuple[float, float]:
@@ -84,14 +85,14 @@ def roofline_plot(ok: pd.DataFrame, peaks: dict, suite: str, path: Path) -> Path
     x = np.geomspace(*_x_range(ok, peaks), 100)
     for i, (dtype, peak) in enumerate((peaks.get("matmul_tflops") or {}).items()):
         ax.axhline(peak, color="black", linewidth=1, linestyle=PEAK_STYLES[i % len(PEAK_STYLES)],
-                   label=f"peak {DTYPE_SHORT.get(dtype, dtype)} {peak:.3g} TFLOP/s")
+                   label=f"peak {DTYPE_SHORT.get(dtype, dtype)} {plain(peak)} TFLOP/s")
     if peaks.get("copy_gbps"):
         bandwidth = peaks["copy_gbps"]
         # The slope ends where it meets the highest flat roof (the classic roofline's knee).
         top = max((peaks.get("matmul_tflops") or {}).values(), default=ok["tflops"].max() * 2)
         slope = x * bandwidth / 1e3  # GB/s x FLOP/byte = GFLOP/s
         ax.plot(x[slope <= top], slope[slope <= top], color="gray", linewidth=1,
-                label=f"copy {bandwidth:.3g} GB/s x intensity")
+                label=f"copy {plain(bandwidth)} GB/s x intensity")
     ax.set_xlim(x[0], x[-1])
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -100,7 +101,4 @@ def roofline_plot(ok: pd.DataFrame, peaks: dict, suite: str, path: Path) -> Path
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, colors, dtypes)
     fig.tight_layout()
-    fit_ticks(fig)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)

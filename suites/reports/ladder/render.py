@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import html as _html
-import math
 import os
 
 import pandas as pd
 
+from suites.common.numbers import count, fixed_times, missing, plain, sci
 from suites.reports.ladder import answer
 from suites.reports.ladder.loading import machine
 from suites.reports.kit import page as hp
@@ -40,25 +40,28 @@ INTRO = ("Each block of the ladder at its reference shape (the series' shape, fr
          "speedup; the note says when the two disagree by more than 1.5x.")
 
 
-def num(value, column: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def cell_text(value, column: str = "") -> str:
+    """A number in the ladder's tables, by its column (suites/common/numbers.py's formats)."""
+    if isinstance(value, str):  # text, an empty note included, is shown as it is
+        return value
+    if missing(value):
         return "-"
     if not isinstance(value, (int, float)):
         return str(value)
     if column in ("speedup", "speedup_low", "speedup_high", "device_ratio"):
-        # two decimals, but never a 0.00x for a 500x slowdown
-        return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
+        return fixed_times(value)
     if column == "max_rel_err":
-        return f"{100 * value:.0f}%"
+        return f"{value:.0%}"
     if column in ("n_kernels", "n_shapes") or (column == "calls" and value >= 1):
-        return f"{math.ceil(value):,}"
+        return count(value)
     if abs(value) >= 1e7 or column in ("flops", "balance_flops"):
-        return f"{value:.3g}"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+        return sci(value)
+    return plain(value)
 
 
 def display(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    shown = pd.DataFrame({c: [num(v, c) for v in frame[c]] if c in frame else "-" for c in columns},
+    shown = pd.DataFrame({c: [cell_text(v, c) for v in frame[c]] if c in frame else "-"
+                          for c in columns},
                          index=frame.index)
     if "status" in frame:
         shown["status"] = frame["status"].astype(str)  # html_page colours rows by it
@@ -87,14 +90,15 @@ def runs_frame(collection) -> pd.DataFrame:
     out = []
     for run in collection.runs:
         env, peaks = run.env, run.env.get("peaks") or {}
-        flops = ", ".join(f"{d} {v:.3g} TFLOP/s" for d, v in (peaks.get("matmul_tflops") or {}).items())
+        flops = ", ".join(f"{d} {plain(v)} TFLOP/s"
+                          for d, v in (peaks.get("matmul_tflops") or {}).items())
         out.append({"run": os.path.relpath(run.path, collection.root),
                     "suite": env.get("suite", "?"),
                     "device": machine(env),
                     "created": env.get("created", "-"),
                     "timing": (env.get("timing") or {}).get("preset", "-"),
-                    "peaks": f"{flops}; copy {peaks['copy_gbps']:.3g} GB/s" if peaks.get("copy_gbps")
-                    else "not calibrated"})
+                    "peaks": (f"{flops}; copy {plain(peaks['copy_gbps'])} GB/s"
+                              if peaks.get("copy_gbps") else "not calibrated")})
     return pd.DataFrame(out, columns=list(RUNS))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from kernels.base import DTYPE_SHORT
+from suites.common.numbers import plain, ratio
 from suites.reports.ladder import answer
 from suites.reports.kit import breakeven as be
 from suites.reports.ladder import fits as ft
@@ -61,9 +62,9 @@ def _fit_sentence(row) -> str:
         quality = [f"worst point off by {100 * row['max_rel_err']:.0f}%", row["fit_note"]]
         if row["fit_note"] == ft.TWO_SIZES:
             quality = [row["fit_note"]]
-        work = (f"then {row['tflops']:.3g} TFLOP/s" if math.isfinite(row["tflops"])
+        work = (f"then {plain(row['tflops'])} TFLOP/s" if math.isfinite(row["tflops"])
                 else "whatever the work")
-        text = (f"{who}: about {render.num(row['overhead_us'])} us fixed per call, {work} "
+        text = (f"{who}: about {plain(row['overhead_us'])} us fixed per call, {work} "
                 f"({'; '.join(q for q in quality if q)})")
     if row["crossover"].startswith("never"):
         return f"{text}; device time never overtakes host time within the grid"
@@ -85,8 +86,9 @@ def _above_peak(rows: pd.DataFrame, peaks: dict) -> list[str]:
         return []
     worst = above.loc[(above["tflops"] / peak[above.index]).idxmax()]
     return [f"{len(above)} ok row(s) beat the measured peak FLOP/s (up to "
-            f"{worst['tflops'] / peak[worst.name]:.3f}x, {worst['variant']} at {worst['case_id']}): "
-            "the calibration probe underestimated this machine, so read % of peak with care."]
+            f"{ratio(worst['tflops'] / peak[worst.name])}x, {worst['variant']} at "
+            f"{worst['case_id']}): the calibration probe underestimated this machine, so read % "
+            "of peak with care."]
 
 
 def _provenance(collection: Collection, name: str) -> list[str]:
@@ -105,8 +107,9 @@ def _provenance(collection: Collection, name: str) -> list[str]:
     for dtype, values in peaks.items():
         if max(values) > 1.2 * min(values):
             out.append(f"The runs measured different {DTYPE_SHORT.get(dtype, dtype)} peaks "
-                       f"({min(values):.3g} to {max(values):.3g} TFLOP/s): the machine's speed "
-                       "changed between runs (load, clocks); the roofline uses the newest.")
+                       f"({plain(min(values))} to {plain(max(values))} TFLOP/s): the "
+                       "machine's speed changed between runs (load, clocks); the roofline uses "
+                       "the newest.")
     return out
 
 

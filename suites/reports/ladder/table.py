@@ -13,7 +13,7 @@ import pandas as pd
 
 from kernels.base import FAMILIES, as_value, params_id
 from suites.reports.ladder.loading import Collection, SuiteInfo
-from suites.reports.ladder.render import num
+from suites.common.numbers import plain, times
 from suites.results.columns import Status
 
 # A shape with another value of a categorical parameter (LayerNorm for RMSNorm) is never the
@@ -73,7 +73,7 @@ def _family_row(rows: pd.DataFrame) -> tuple[pd.Series, str]:
     best = ok.loc[ok["median_us"].idxmin()]
     if len(ok) == 1:
         return best, ""
-    others = ", ".join(f"{r.variant} {num(r.median_us)} us" for r in ok.itertuples()
+    others = ", ".join(f"{r.variant} {plain(r.median_us)} us" for r in ok.itertuples()
                        if r.variant != best["variant"])
     return best, f"fastest of {len(ok)} ok ({others})"
 
@@ -85,7 +85,7 @@ def _pass_notes(row) -> list[str]:
         notes.append("speedup unpaired: its baseline comes from another run (ratio of medians)")
     s, d = row["speedup"], row["device_ratio"]
     if s == s and d == d and s > 0 and d > 0 and max(s / d, d / s) > DISAGREE:
-        notes.append(f"passes disagree: timing {s:.3g}x, profile device time {d:.3g}x")
+        notes.append(f"passes disagree: timing {times(s)}, profile device time {times(d)}")
     return notes
 
 

@@ -2,7 +2,7 @@
 
 Three short answers, each from numbers the run measured:
 - per variant family against the baseline: in how many cases it is faster, the same, slower or
-  unclear by the intervals of the timing rounds (suites/reports/run/verdicts.py), with the range of
+  unclear by the intervals of the timing rounds (suites/reports/kit/change.py), with the range of
   its speedups, and for torch.compile the calls it takes to repay its first call;
 - one line on whether any fused form pays off at all;
 - where the baseline's time goes, case by case, from its primary verdict (overhead-, compute-,
@@ -16,8 +16,9 @@ import pandas as pd
 
 from kernels.base import DTYPE_SHORT
 from suites.traces.findings.codes import BOUND_CODES
+from suites.common.numbers import plain, span, times
 from suites.reports.kit import breakeven as be
-from suites.reports.run.verdicts import FASTER, SAME, SAME_WITHIN, SLOWER, UNCLEAR, classify
+from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
 from suites.results.columns import Status
 from suites.common.text import cut
 
@@ -42,25 +43,16 @@ def case_namer(frame: pd.DataFrame, size_axis: str, params: list[str]):
     return name
 
 
-def _classes(rows: pd.DataFrame) -> pd.Series:
-    """Each row's class by its speedup interval; None for a row with no paired speedup."""
-    return pd.Series([classify(r.speedup, r.speedup_low, r.speedup_high)
-                      if r.status == Status.OK and r.speedup == r.speedup else None
-                      for r in rows.itertuples()], index=rows.index, dtype=object)
-
-
 def _count_phrase(rows: pd.DataFrame) -> str:
     """`faster in 2 of 12 rows (1.06x-1.14x), unclear in 9 (0.95x-1.09x), noisy in 1`."""
-    classes = _classes(rows)
-    words = {FASTER: "faster", SAME: f"the same within {SAME_WITHIN:.0%}", SLOWER: "slower",
-             UNCLEAR: "unclear"}
+    classes = row_changes(rows)
     counted = []  # (what, how many, figure)
-    for cls in (FASTER, SAME, SLOWER, UNCLEAR):
+    for cls in Change:
         hit = rows[classes == cls]
         if not hit.empty:
             low, high = hit["speedup"].min(), hit["speedup"].max()
-            figure = f"{low:.3g}x" if math.isclose(low, high) else f"{low:.3g}x-{high:.3g}x"
-            counted.append((words[cls], len(hit), f" ({figure})"))
+            figure = times(low) if math.isclose(low, high) else span(low, high, "x")
+            counted.append((phrase(cls, SAME_WITHIN), len(hit), f" ({figure})"))
     for status, n in rows.loc[classes.isna(), "status"].value_counts().items():
         counted.append(("not paired" if status == Status.OK else str(status), n, ""))
     return ", ".join(f"{what} in {n}{f' of {len(rows)} rows' if i == 0 else ''}{figure}"
@@ -74,13 +66,13 @@ def _breakeven(rows: pd.DataFrame, frame: pd.DataFrame, baseline: str, name) -> 
     would repay nothing."""
     table = be.breakeven_table(frame[frame["variant"].isin([*rows["variant"], baseline])]
                                .assign(choice=""), "", baseline)
-    faster = set(rows.loc[_classes(rows) == FASTER, "case_id"])
+    faster = set(rows.loc[row_changes(rows) == Change.FASTER, "case_id"])
     measured = table[table["verdict"].str.startswith("after") | (table["verdict"] == be.NEVER)]
     if measured.empty:
         return None
     largest = measured.loc[measured["flops"].idxmax()]
     where = name(frame[frame["case_id"] == largest["case_id"]].iloc[0])
-    cost = f"its first call ({largest['compile_ms']:.3g} ms)"
+    cost = f"its first call ({plain(largest['compile_ms'])} ms)"
     if largest["case_id"] in faster:
         first = f"repays {cost} {largest['verdict']} at {where}"
     else:
@@ -100,7 +92,8 @@ def _graphs(rows: pd.DataFrame) -> str:
         graphs, cases = int(mine["compile_graphs"].sum()), mine["case_id"].nunique()
         breaks = " (graph breaks)" if graphs > cases else ""
         parts.append(f"{variant} built {graphs} graph{'s' * (graphs != 1)} for {cases} "
-                     f"shape{'s' * (cases != 1)}{breaks}, {mine['compile_ms'].sum() / 1e3:.3g} s "
+                     f"shape{'s' * (cases != 1)}{breaks}, "
+                     f"{plain(mine['compile_ms'].sum() / 1e3)} s "
                      "of compiling in all")
     return "; " + "; ".join(parts)
 
@@ -138,15 +131,15 @@ def pays_off(frame: pd.DataFrame, baseline: str, name) -> str:
                    & (frame["variant"] != baseline) & (frame["family"] != "eager")]
     if paired.empty:
         return f"Nothing to compare: no variant has a paired speedup against {baseline}."
-    faster = paired[_classes(paired) == FASTER]
+    faster = paired[row_changes(paired) == Change.FASTER]
     if faster.empty:
         return (f"Fusion does not pay off here: no variant is faster than {baseline} in any case "
                 "by its 95% interval.")
     best = faster.loc[faster["speedup"].idxmax()]
     cases = faster["case_id"].nunique()
     return (f"Fusion pays off in {cases} of {frame['case_id'].nunique()} cases; the largest "
-            f"gain: {best['variant']} at {name(best)}, {best['speedup']:.3g}x "
-            f"({best['speedup_low']:.3g}-{best['speedup_high']:.3g}).")
+            f"gain: {best['variant']} at {name(best)}, {times(best['speedup'])} "
+            f"({span(best['speedup_low'], best['speedup_high'])}).")
 
 
 def where_time_goes(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str, name) -> str | None:

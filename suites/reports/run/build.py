@@ -9,6 +9,7 @@ import pandas as pd
 from kernels import registry
 from kernels.base import Op
 from suites.common.errors import ConfigError
+from suites.common.numbers import plain
 from suites.reports.kit import page as hp
 from suites.reports.kit.banner import banner_html, banner_lines
 from suites.results import atomic
@@ -16,7 +17,7 @@ from suites.results.journal import read_state
 from suites.results.run_folders import read_env, table_problems
 from suites.reports.run.conventions import conventions_html
 from suites.reports.run.narrative import case_lines, headline
-from suites.reports.run.verdicts import verdict_lines
+from suites.reports.run.by_size import lines_by_size
 from suites.reports.run import answer
 from suites.reports.run import shared_findings as sf
 from suites.reports.run import hotspots, tree_section as op_trees
@@ -47,10 +48,10 @@ def _meta(env: dict) -> str:
     peaks = env.get("peaks")
     peak_text = ""
     if peaks:
-        flops = ", ".join(f"{d} {v:.3g} TFLOP/s" for d, v in peaks["matmul_tflops"].items())
+        flops = ", ".join(f"{d} {plain(v)} TFLOP/s" for d, v in peaks["matmul_tflops"].items())
         probes = len(env.get("peak_probes") or [peaks])
         peak_text = (f" Measured peaks (best of {probes} probe{'s' * (probes != 1)}): {flops}; "
-                     f"copy {peaks['copy_gbps']:.3g} GB/s.")
+                     f"copy {plain(peaks['copy_gbps'])} GB/s.")
     return html.escape(
         f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} thread{'s' * (env.get('threads') != 1)} "
         f"({env.get('threads_rule', 'as set')}); "
@@ -109,7 +110,7 @@ def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str
 
 def _flag_above_peak(ok: pd.DataFrame) -> pd.DataFrame:
     """% roofline above 100 is shown with a flag, never as a plain number."""
-    return ok.assign(pct_peak=[f"{v:.3g} (above peak: see findings)" if v > 100 else v
+    return ok.assign(pct_peak=[f"{plain(v)} (above peak: see findings)" if v > 100 else v
                                for v in ok["pct_peak"]])
 
 
@@ -152,12 +153,12 @@ def write_report(run_dir: Path) -> Path:
     name = answer.case_namer(frame, op.size_axis, params)
     small = plot_answer(ok, op.size_axis, params, op.baseline, small) if ok["speedup"].notna().any() \
         and not (ok["variant"] == op.baseline).all() else None
-    verdicts = verdict_lines(frame, op.size_axis, [p for p in params if p in frame],
+    by_size = lines_by_size(frame, op.size_axis, [p for p in params if p in frame],
                              op.baseline)
     sections = [
         (f"The answer: does fusion pay off against {op.baseline}, and where does the time go",
          _answer_section(frame, findings, op, name, small)),
-        ("Each variant and dtype, size by size", hp.bullet_list(verdicts)),
+        ("Each variant and dtype, size by size", hp.bullet_list(by_size)),
         ("What the profile says", _findings_section(frame, findings, op.baseline, name)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
         ("Results (status ok)", hp.table(_flag_above_peak(ok), RESULT_COLUMNS,

@@ -9,6 +9,7 @@ import html
 
 from kernels import registry
 from kernels.base import DTYPE_SHORT, Op
+from suites.common.numbers import times
 from suites.harness import round_checks as rc
 from suites.harness.correctness import BASELINE_BOUND, FLOOR
 from suites.traces.findings.step_bound import HOST_BOUND_SHARE
@@ -44,7 +45,7 @@ def round_checks_text() -> str:
             f"{rc.GPU_MIN_CLOCK_RATIO:.0%} of its maximum; stalled: {rc.STALL_SHARE:.0%} or more "
             f"of the calls ran at least {rc.STALL_MIN_US / 1e3:g} ms and 2x longer than the "
             f"fastest call; off: a round median over {rc.OFF_FACTOR:g}x the variant's fastest "
-            f"round; slow: a median over {rc.SLOW_FACTOR:,.0f}x the op's model time at the "
+            f"round; slow: a median over {times(rc.SLOW_FACTOR)} the op's model time at the "
             f"measured peaks plus {rc.SLOW_ALLOWANCE_US / 1e3:g} ms")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
-from suites.common.numbers import plain
+from suites.common.numbers import plain, span, times
 from suites.results.columns import Status
 
 
@@ -26,8 +26,9 @@ def _fastest(rows: pd.DataFrame) -> str:
     if pd.isna(best.get("speedup")):  # no ok baseline, or no round both were clean in
         return f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us (no paired speedup)"
     interval = ("" if pd.isna(best.get("speedup_low")) else
-                f", 95% interval {best['speedup_low']:.3g}-{best['speedup_high']:.3g}")
-    return (f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us ({best['speedup']:.3g}x the "
+                f", 95% interval {span(best['speedup_low'], best['speedup_high'])}")
+    return (f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us "
+            f"({times(best['speedup'])} the "
             f"baseline, paired per round{interval})")
 
 
@@ -40,8 +41,8 @@ def _traffic(rows: pd.DataFrame, baseline: str) -> str | None:
     parts = []
     for variant, moved in modelled["bytes_moved"].items():
         if variant != baseline:
-            parts.append(f"{variant} {moved / 1e6:.3g} MB ({1 - moved / base:.0%} less)")
-    return (f"memory traffic by the model: {baseline} moves {base / 1e6:.3g} MB per call; "
+            parts.append(f"{variant} {plain(moved / 1e6)} MB ({1 - moved / base:.0%} less)")
+    return (f"memory traffic by the model: {baseline} moves {plain(base / 1e6)} MB per call; "
             + ", ".join(parts))
 
 

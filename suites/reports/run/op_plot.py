@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from kernels.base import DTYPE_SHORT  # noqa: E402
-from suites.reports.kit.label_fit import save_png  # noqa: E402
+from kernels.base import DTYPE_SHORT
+from suites.reports.kit.plots import plt, save_png
 
 TOP = 6  # ops named in the legend; the rest are one "other ops" segment
 OTHER, OVERHEAD = "other ops", "exposed overhead"

@@ -5,17 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from kernels.base import DTYPE_SHORT, as_value  # noqa: E402
-from suites.reports.kit.label_fit import save_png  # noqa: E402
-from suites.reports.run.op_plot import where_time_goes  # noqa: E402
-from suites.results.columns import Status  # noqa: E402
+from kernels.base import DTYPE_SHORT, as_value
+from suites.reports.kit.plots import panels, plt, save_png, save_with_legend, times_ticks
+from suites.reports.run.op_plot import where_time_goes
+from suites.results.columns import Status
 
 
 def series_label(frame: pd.DataFrame, size_axis: str, params: list[str]):
@@ -29,23 +24,6 @@ def series_label(frame: pd.DataFrame, size_axis: str, params: list[str]):
         return f"{row['variant']} {extra}".strip()
 
     return label
-
-
-def _panels(frame: pd.DataFrame, title: str, height: float = 4.0):
-    dtypes = list(dict.fromkeys(frame["dtype"]))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.5 * len(dtypes), height), squeeze=False)
-    fig.suptitle(title)
-    return fig, list(zip(dtypes, axes[0]))
-
-
-def _save(fig, path: Path) -> Path:
-    # One legend for the figure, under the title, so it never covers data.
-    handles, labels = fig.axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.94),
-               ncol=min(len(labels), 6), fontsize=8, frameon=False)
-    rows = -(-len(labels) // 6)
-    fig.tight_layout(rect=(0, 0, 1, 0.93 - 0.04 * rows))
-    return save_png(fig, path)
 
 
 def _lines(frame, size_axis, params, value, ax, log_y=True):
@@ -65,12 +43,12 @@ def _lines(frame, size_axis, params, value, ax, log_y=True):
 def _against_size(frame, size_axis, params, column: str, title: str, ylabel: str,
                   path: Path) -> Path:
     """A panel per dtype, a line per variant: `column` against the size axis, log-log."""
-    fig, panels = _panels(frame, title)
-    for dtype, ax in panels:
+    fig, dtype_axes = panels(frame, title)
+    for dtype, ax in dtype_axes:
         _lines(frame[frame["dtype"] == dtype], size_axis, params, column, ax)
         ax.set_title(DTYPE_SHORT.get(dtype, dtype))
         ax.set_ylabel(ylabel)
-    return _save(fig, path)
+    return save_with_legend(fig, path)
 
 
 def time_vs_size(frame, size_axis, params, path: Path) -> Path:
@@ -85,16 +63,15 @@ def peak_memory(frame, size_axis, params, path: Path) -> Path:
 
 
 def speedup(frame, size_axis, params, baseline: str, path: Path) -> Path:
-    fig, panels = _panels(frame, f"Speedup over {baseline} (paired per timing round)")
-    for dtype, ax in panels:
+    fig, dtype_axes = panels(frame, f"Speedup over {baseline} (paired per timing round)")
+    for dtype, ax in dtype_axes:
         _lines(frame[frame["dtype"] == dtype], size_axis, params, "speedup", ax)
         ax.set_yscale("log", base=2)  # 2x faster and 2x slower are the same distance from 1
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
-        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        times_ticks(ax.yaxis)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_title(DTYPE_SHORT.get(dtype, dtype))
         ax.set_ylabel(f"speedup over {baseline} (x)")
-    return _save(fig, path)
+    return save_with_legend(fig, path)
 
 
 def _bars(frame, size_axis, ax, stacks: list[tuple[str, str]], fractions: bool):
@@ -119,25 +96,25 @@ def _bars(frame, size_axis, ax, stacks: list[tuple[str, str]], fractions: bool):
 
 
 def breakdown(frame, size_axis, path: Path) -> Path:
-    fig, panels = _panels(frame, "Where a call's time goes: device work (solid) vs exposed host "
+    fig, dtype_axes = panels(frame, "Where a call's time goes: device work (solid) vs exposed host "
                                  "and launch overhead (pale), share of the median", 4.5)
     data = frame.assign(device_part=frame["median_us"] - frame["exposed_overhead_us"])
-    for dtype, ax in panels:
+    for dtype, ax in dtype_axes:
         _bars(data[data["dtype"] == dtype], size_axis, ax,
               [("device_part", ""), ("exposed_overhead_us", "//")], fractions=True)
         ax.set_ylim(0, 1.0)
         ax.set_ylabel("share of time per call")
         ax.set_title(DTYPE_SHORT.get(dtype, dtype))
-    return _save(fig, path)
+    return save_with_legend(fig, path)
 
 
 def kernels_per_call(frame, size_axis, path: Path) -> Path:
-    fig, panels = _panels(frame, "Kernels per call (from the profiled trace)")
-    for dtype, ax in panels:
+    fig, dtype_axes = panels(frame, "Kernels per call (from the profiled trace)")
+    for dtype, ax in dtype_axes:
         _bars(frame[frame["dtype"] == dtype], size_axis, ax, [("n_kernels", "")], fractions=False)
         ax.set_ylabel("kernels per call")
         ax.set_title(DTYPE_SHORT.get(dtype, dtype))
-    return _save(fig, path)
+    return save_with_legend(fig, path)
 
 
 def answer(frame, size_axis, params, baseline: str, path: Path) -> Path:
@@ -160,8 +137,7 @@ def answer(frame, size_axis, params, baseline: str, path: Path) -> Path:
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)  # 2x faster and 2x slower are the same distance from 1
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.3g}x"))
-    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    times_ticks(ax.yaxis)
     ax.set_xlabel(size_axis, fontsize=8)
     ax.set_ylabel(f"speedup over {baseline}", fontsize=8)
     ax.tick_params(labelsize=7)

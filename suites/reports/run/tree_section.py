@@ -11,7 +11,7 @@ import pandas as pd
 from suites.traces import op_tree as ot
 from suites.reports.kit import page as hp
 from suites.reports.run import shared_findings as sf
-from suites.common.numbers import num
+from suites.common.numbers import num, plain
 from suites.results.tables import read_optree
 
 NO_TREES = ("<p>This run folder has no op trees (no optree.csv: a run from before the table "
@@ -136,7 +136,7 @@ def tree_text(rows: list[dict]) -> str:
             label = label[:NAME_UP_TO - 1] + "\u2026"
         calls = row["calls_per_call"]
         if abs(calls - 1) >= 0.05:
-            label += f" x{calls:.3g}"
+            label += f" x{plain(calls)}"
         lines.append(f"{'  ' * max(0, depth - 1)}{label:<{62 - 2 * max(0, depth - 1)}}"
                      f"{num(row['self_us']):>9}{num(row['total_us']):>10}")
     return "\n".join(lines)

@@ -1,10 +1,10 @@
-"""The answer a report opens with: per variant, where it is faster than the baseline, the same,
-or slower, with the intervals from the timing rounds.
+"""The report's "each variant and dtype, size by size": per variant, where it is faster than the
+baseline, the same, or slower, with the intervals from the timing rounds.
 
-Each ok row's paired speedup and its 95% interval put it in one class: faster (the whole interval
-above 1 + SAME_WITHIN), slower (the whole interval below 1 / (1 + SAME_WITHIN)), the same (the
-whole interval within those bounds) or unclear (the interval reaches across a bound: more rounds
-would tell). Consecutive sizes of one class are told as one stretch:
+Each ok row's paired speedup and its 95% interval put it in one class of change
+(suites/reports/kit/change.py, within SAME_WITHIN, 2%): faster, slower, the same or unclear
+(the interval reaches across a bound: more rounds would tell). Consecutive sizes of one class
+are told as one stretch:
 "compile, fp32: slower at M64 to M256: 0.29x-0.64x; the same within 2% at M512 to M2048".
 """
 from __future__ import annotations
@@ -14,26 +14,9 @@ import math
 import pandas as pd
 
 from kernels.base import DTYPE_SHORT
+from suites.common.numbers import span, times
+from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
 from suites.results.columns import Status
-
-SAME_WITHIN = 0.02
-FASTER, SLOWER, SAME, UNCLEAR = "faster", "slower", "same", "unclear"
-
-
-def classify(speedup: float, low: float, high: float) -> str:
-    if math.isnan(low) or math.isnan(high):  # one paired round: no interval to judge by
-        return UNCLEAR
-    if low > 1 + SAME_WITHIN:
-        return FASTER
-    if high < 1 / (1 + SAME_WITHIN):
-        return SLOWER
-    if low >= 1 / (1 + SAME_WITHIN) and high <= 1 + SAME_WITHIN:
-        return SAME
-    return UNCLEAR
-
-
-def _x(value: float) -> str:
-    return f"{value:.3g}x"
 
 
 def _where(row, varying: list[str]) -> str:
@@ -46,15 +29,13 @@ def _stretch(cls: str, rows: pd.DataFrame, varying: list[str]) -> str:
     if len(rows) == 1:
         r = rows.iloc[0]
         interval = ("" if math.isnan(r["speedup_low"])
-                    else f" ({r['speedup_low']:.3g}-{r['speedup_high']:.3g})")
-        figure = f"{_x(r['speedup'])}{interval}"
+                    else f" ({span(r['speedup_low'], r['speedup_high'])})")
+        figure = f"{times(r['speedup'])}{interval}"
     else:
-        figure = f"{_x(rows['speedup'].min())}-{_x(rows['speedup'].max())}"
-    words = {FASTER: "faster", SLOWER: "slower", SAME: f"the same within {SAME_WITHIN:.0%}",
-             UNCLEAR: "unclear"}.get(cls)
-    if words is None:  # not measured there: noisy, failed, incorrect or skipped; no figure
+        figure = span(rows["speedup"].min(), rows["speedup"].max(), "x")
+    if cls not in tuple(Change):  # not measured there: noisy, failed, incorrect or skipped
         return f"{cls} at {where}"
-    return f"{words} at {where}: {figure}"
+    return f"{phrase(cls, SAME_WITHIN)} at {where}: {figure}"
 
 
 def _group_label(variant: str, family: str, dtype: str, choice: str) -> str:
@@ -66,7 +47,8 @@ def _choice(row, categorical: list[str]) -> str:
     return " ".join(f"{p}={row[p]}" for p in categorical)
 
 
-def verdict_lines(frame: pd.DataFrame, size_axis: str, params: list[str], baseline: str) -> list[str]:
+def lines_by_size(frame: pd.DataFrame, size_axis: str, params: list[str],
+                  baseline: str) -> list[str]:
     """One line per (variant, dtype, categorical choice) against the baseline, sizes in order."""
     ok = frame[(frame["status"] == Status.OK) & (frame["variant"] != baseline)
                & frame["speedup"].notna()]
@@ -78,11 +60,10 @@ def verdict_lines(frame: pd.DataFrame, size_axis: str, params: list[str], baseli
     ok = pd.concat([ok, others])
     categorical = [p for p in params if p != size_axis
                    and not pd.api.types.is_numeric_dtype(frame[p].dropna())]
+    # A row with no class says why: its status, or "not paired" for an ok row.
+    unpaired = ["not paired" if status == Status.OK else status for status in ok["status"]]
     ok = ok.assign(_choice=[_choice(r, categorical) for _, r in ok.iterrows()],
-                   _class=[classify(r.speedup, r.speedup_low, r.speedup_high)
-                           if r.status == Status.OK and r.speedup == r.speedup
-                           else (r.status if r.status != Status.OK else "not paired")
-                           for r in ok.itertuples()])
+                   _class=[why if cls is None else cls for cls, why in zip(row_changes(ok), unpaired)])
     lines = []
     for (variant, dtype, choice), rows in ok.groupby(["variant", "dtype", "_choice"], sort=False):
         # The sizes that change within the group name its cases (M64, or S512-D64).
@@ -99,7 +80,7 @@ def verdict_lines(frame: pd.DataFrame, size_axis: str, params: list[str], baseli
                 start = i
         label = _group_label(variant, rows["family"].iloc[0], dtype, choice)
         lines.append(f"{label}: " + "; ".join(stretches))
-    if (ok["_class"] == UNCLEAR).any():
+    if (ok["_class"] == Change.UNCLEAR).any():
         lines.append(f"unclear: the 95% interval reaches across a {SAME_WITHIN:.0%} bound, or only "
                      "one round paired the two; more rounds (timing.rounds) would tell")
     return lines
