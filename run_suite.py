@@ -30,7 +30,8 @@ from suites.harness.stopping import Interrupted, preempted, stop_on_signals
 from suites.reports.run.build import write_report
 from suites.reports.run.summary import summary_table
 from suites.results.exit_status import exit_status
-from suites.results.journal import COMPLETE, read_state
+from suites.results.journal import COMPLETE
+from suites.results.reader import read_state
 from suites.results.run_folders import sweep_jobs, sweep_problems
 from suites.config.run_spec import build_run_spec, resume_problem, same_config
 
