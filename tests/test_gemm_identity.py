@@ -17,7 +17,7 @@ from suites.traces.kernel_details import COLUMNS
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 from suites.results.columns import KERNEL_COLUMNS, KERNEL_DETAIL_COLUMNS, KEY
-from suites.results.tables import read_kernels
+from suites.results.reader import RunFolder
 from trace_builders import event, write
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -227,6 +227,6 @@ def test_kernel_columns_match_the_schema_and_old_files_still_read(tmp_path):
                          "kernel": "k", "kind": "kernel", "calls_per_call": 1,
                          "total_us_per_call": 2.0, "mean_us": 2.0}])
     old.to_csv(tmp_path / "kernels.csv", index=False)
-    frame = read_kernels(tmp_path)
+    frame = RunFolder(tmp_path).kernels  # no run.json: a run before versions, upgraded
     assert len(frame) == 1 and set(KERNEL_COLUMNS) <= set(frame.columns)
     assert frame["gemm_tflops"].isna().all() and frame["total_us_per_call"].iloc[0] == 2.0

@@ -13,8 +13,8 @@ from suites.reports.run import hotspots
 from suites.reports.run.build import write_report
 from suites.results.columns import OPTREE_COLUMNS
 from suites.results.resume import read_previous
-from suites.results.tables import OPTREE_CSV, read_measurements, read_optree
-from suites.results.run_folders import table_problems
+from suites.results.reader import RunFolder
+from suites.results.tables import OPTREE_CSV
 
 CASE = Case.make("matmul_add", {"M": 8, "N": 8, "K": 8}, "float32", "cpu")
 
@@ -63,7 +63,7 @@ def tiny_run(tmp_path_factory):
 
 
 def test_optree_is_written_by_the_run_and_read_back(tiny_run):
-    table = read_optree(tiny_run)
+    table = RunFolder(tiny_run).optree
     assert list(table.columns) == list(OPTREE_COLUMNS)
     assert set(table["variant"]) == {"eager", "addmm"}
     calls = table[table["depth"] == 0]
@@ -92,8 +92,8 @@ def test_an_older_run_folder_without_optree_still_reports(tiny_run, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(tiny_run, old)
     (old / OPTREE_CSV).unlink()
-    assert read_optree(old).empty
-    assert not [p for p in table_problems(old, read_measurements(old), None) if "optree" in p]
+    assert RunFolder(old).optree.empty
+    assert not [p for p in RunFolder(old).problems if "optree" in p]
     page = write_report(old).read_text()
     assert "no op trees" in page and "no hotspots" in page
     assert "What the profile says" in page
@@ -102,7 +102,7 @@ def test_an_older_run_folder_without_optree_still_reports(tiny_run, tmp_path):
 
 
 def test_a_tree_read_back_diffs_as_the_profile_did(tiny_run):
-    table = read_optree(tiny_run)
+    table = RunFolder(tiny_run).optree
     trees = {v: rows.to_dict("records") for v, rows in table.groupby("variant")}
     said = ot.diff_sentence(ot.tree_diff(trees["eager"], trees["addmm"]))
     findings = pd.read_csv(tiny_run / "findings.csv")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from suites.reports.ladder.command import main as collect
-from suites.results.journal import read_state
+from suites.results.reader import read_state
 from test_end_to_end import ROOT, assert_finished
 
 # Two jobs (one per dtype), small enough for CI, each several cases long.

@@ -15,7 +15,7 @@ import pytest
 
 from suites.reports.run.build import write_report
 from suites.reports.kit.page import inside_run, table
-from suites.results.journal import read_state
+from suites.results.reader import read_state
 from test_end_to_end import ROOT, assert_finished, run_suite
 
 BAD_VALUE = "profile.wait=-1"  # any bad config value: the run stops before any work
@@ -195,7 +195,7 @@ def test_readers_name_a_cut_table(small_run, tmp_path, capsys):
 
 
 def test_readers_name_a_sample_table_cut_or_garbled(small_run, tmp_path):
-    from suites.results.run_folders import read_run
+    from suites.results.reader import read_run
     assert read_run(small_run).problems == []
     cut = tmp_path / "cut"  # cut inside its last row: pandas alone reads it without a word
     shutil.copytree(small_run, cut)
@@ -286,11 +286,25 @@ def test_a_damaged_run_folder_is_reported_with_the_damage_named(small_run, tmp_p
                                              ("median_us", "missing column(s) median_us")])
 def test_a_run_folder_without_a_column_it_needs_is_one_line(small_run, tmp_path, column,
                                                             message):
-    from suites.common.errors import ConfigError
+    from suites.common.errors import InputError
     folder = _damaged(small_run, tmp_path / "run",
                       _edit_rows(lambda r: r.pop(column)))
-    with pytest.raises(ConfigError, match=re.escape(message)):
+    with pytest.raises(InputError, match=re.escape(message)):
         write_report(folder)
+
+
+def test_a_bad_input_file_is_one_line_from_every_reader_command(small_run, tmp_path, capsys):
+    from suites.reports.compare.command import main as compare
+    from suites.reports.ladder.command import main as collect
+    from suites.reports.run.command import main as report
+    folder = _damaged(small_run, tmp_path / "run",
+                      _edit_rows(lambda r: r.__setitem__("status", "done")))
+    said = f"{folder / 'measurements.csv'}: unknown status value(s) done; accepted: ok"
+    for command, argv in ((report, [folder]), (compare, [small_run, folder]),
+                          (collect, [folder, "--out", tmp_path / "ladder"])):
+        assert command([str(a) for a in argv]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("fusebench: error: ") and said in lines[0]
 
 
 def test_compare_refuses_one_folder_as_both_sides(small_run, capsys):

@@ -7,14 +7,15 @@ import pandas as pd
 import pytest
 
 from kernels import registry
-from suites.common.errors import ConfigError
+from suites.common.errors import InputError
 from suites.traces.op_kinds import LAUNCH_APIS
 from suites.tools import docs as readme
 from suites.reports.run.build import EXPLAINED
 from suites.reports.run.conventions import conventions_html
 from suites.results.columns import MEASUREMENTS, Status, column, headers
 from suites.results.row import PARTS, Check, ProfileStats, ResultRow, Roofline, TimingStats
-from suites.results.tables import measurements_frame, read_measurements
+from suites.results.reader import RunFolder
+from suites.results.tables import measurements_frame
 
 NOT_COLUMNS = {"params", "problem"} | set(PARTS)  # a part, the params dict, Check's reason
 
@@ -67,7 +68,7 @@ def _same(a, b) -> bool:
 def test_rows_survive_the_csv_whatever_their_status(tmp_path):
     rows = _skipped_and_incorrect()
     measurements_frame(rows).to_csv(tmp_path / "measurements.csv", index=False)
-    frame = read_measurements(tmp_path)
+    frame = RunFolder(tmp_path).measurements
     assert list(frame.columns[:10]) == ["suite", "op", "case_id", "variant", "family", "dtype",
                                         "device", "T", "D", "norm"]
     for row, record in zip(rows, frame.to_dict("records")):
@@ -83,15 +84,15 @@ def test_rows_survive_the_csv_whatever_their_status(tmp_path):
 def test_reading_checks_the_schema(tmp_path):
     pd.DataFrame([{"suite": "s", "case_id": "c", "variant": "v", "status": "done",
                    "median_us": "12"}]).to_csv(tmp_path / "measurements.csv", index=False)
-    with pytest.raises(ConfigError, match="unknown status value\\(s\\) done; accepted: ok, skipped"):
-        read_measurements(tmp_path)
+    with pytest.raises(InputError, match="unknown status value\\(s\\) done; accepted: ok, skipped"):
+        RunFolder(tmp_path).measurements
     pd.DataFrame([{"suite": "s", "case_id": "c", "variant": "v", "status": "ok",
                    "median_us": "fast"}]).to_csv(tmp_path / "measurements.csv", index=False)
-    frame = read_measurements(tmp_path)
+    frame = RunFolder(tmp_path).measurements
     assert math.isnan(frame["median_us"].iloc[0]) and frame["reason"].iloc[0] == ""
     pd.DataFrame([{"suite": "s", "variant": "v"}]).to_csv(tmp_path / "measurements.csv", index=False)
-    with pytest.raises(ConfigError, match="missing column\\(s\\) case_id, status"):
-        read_measurements(tmp_path)
+    with pytest.raises(InputError, match="missing column\\(s\\) case_id, status"):
+        RunFolder(tmp_path).measurements
 
 
 def test_a_view_naming_a_column_the_schema_lacks_fails():

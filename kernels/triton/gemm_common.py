@@ -140,11 +140,6 @@ def check_output(op: str, M: int, N: int) -> None:
     check_offsets(op, f"the output c ({M}, {N})", (M, N), (N, 1))  # before allocating it
 
 
-def new_output(op: str, M: int, N: int, like: torch.Tensor) -> torch.Tensor:
-    check_output(op, M, N)
-    return torch.empty((M, N), device=like.device, dtype=like.dtype)  # (M, N)
-
-
 def dot_flags(dtype: torch.dtype) -> dict:
     # fp32 must match cuBLAS fp32, which does not use TF32: ask for an exact (ieee) dot.
     # fp16/bf16 take the tensor-core path, where the precision setting has no effect.

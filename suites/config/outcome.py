@@ -15,7 +15,8 @@ from suites.config.run_folder import resume_args
 from suites.harness.spec import RunSpec
 from suites.harness.stopping import Interrupted, preempted
 from suites.results.exit_status import exit_status
-from suites.results.journal import COMPLETE, read_state
+from suites.results.journal import COMPLETE
+from suites.results.reader import read_state
 from suites.results.run_folders import sweep_jobs, sweep_problems
 
 RUN_FOLDERS: list[Path] = []  # the folders this process's jobs ran in

@@ -17,7 +17,8 @@ from typing import NoReturn
 from suites.common.errors import ConfigError
 from suites.config.run_spec import resume_problem, same_config
 from suites.harness.spec import RunSpec
-from suites.results.journal import COMPLETE, read_state
+from suites.results.journal import COMPLETE
+from suites.results.reader import read_state
 
 # Files Hydra writes in a run folder before the job runs; a folder holding nothing else has no
 # run in it yet.

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from suites.harness.contention import RoundLoad
 
 CLEAN, CONTENDED, STALLED, OFF, SLOW = "clean", "contended", "stalled", "off", "slow"
-STATES = (CLEAN, CONTENDED, STALLED, OFF, SLOW)
 
 # Other processes may use the cores the timing leaves free, plus this much, before the round
 # counts as contended: /proc/stat counts in 10 ms ticks, so a round of a few hundred ms reads

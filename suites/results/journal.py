@@ -5,7 +5,9 @@ and findings.csv, flushed to disk, so a crash, a kill -9 or a full disk loses at
 in flight. At the end of the run (or when it is interrupted) the tables are written once more,
 whole and atomically, with the run's final figures (the end-of-run peak probe, findings across
 rows). run.json says what was planned, how much is done, and whether the run is running,
-complete, interrupted or failed, with times, host and pid; readers check a folder by it.
+complete, interrupted or failed, with times, host and pid; readers check a folder by it. It
+also says which schema the folder's files follow (`schema_version`), so that the reader can
+bring an older folder up to this one (upgrade.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ RUN_JSON = "run.json"
 SWEEP_JSON = "sweep.json"  # a multirun's planned jobs (suites/config/hydra_sweep.py)
 MEASUREMENTS_CSV = "measurements.csv"
 RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
+# The schema of the files this version writes. A change to them (a column, a file, a meaning)
+# bumps it, and upgrade.py gains the step that brings a folder of the version before up to it.
+SCHEMA_VERSION = 1
 
 
 def _now() -> str:
@@ -49,8 +54,9 @@ class RunState:
     statuses: dict = field(default_factory=dict)
 
     def save(self) -> None:
-        record = {"state": self.state, "planned": self.planned, "done": self.done,
-                  "started": self.started, "finished": self.finished, "reason": self.reason,
+        record = {"schema_version": SCHEMA_VERSION, "state": self.state,
+                  "planned": self.planned, "done": self.done, "started": self.started,
+                  "finished": self.finished, "reason": self.reason,
                   "host": socket.gethostname(), "pid": os.getpid(),
                   "cluster_job": cluster_job(), "job": self.job,
                   "rows": self.rows, "statuses": self.statuses, "config": self.config}
@@ -69,15 +75,6 @@ class RunState:
     def end(self, state: str, reason: str = "") -> None:
         self.state, self.reason, self.finished = state, reason, _now()
         self.save()
-
-
-def read_state(folder: Path) -> dict | None:
-    """run.json of a run folder; None for a run from before it existed, or one unreadable."""
-    try:
-        state = json.loads((Path(folder) / RUN_JSON).read_text())
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) else None  # a list or a string: garbled
 
 
 def append(path: Path, frame: pd.DataFrame) -> None:

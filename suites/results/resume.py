@@ -5,7 +5,8 @@ all its rows or not at all; the cases found whole are kept as they are and not m
 A case with only some of its rows (a kill while the tables were being written whole) is
 measured again and its partial rows dropped. Findings across rows (`cross_row_codes`: the
 runner passes findings/rows.py's ROW_CODES) are dropped too: the resumed run finds them again
-over every row."""
+over every row. The folder is read through reader.py, so a run of an older version is resumed
+with its tables brought up to this one's schema."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 
 from suites.results.columns import KEY
+from suites.results.reader import RunFolder
 from suites.results.row import ResultRow
-from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, KERNELS_CSV, OPTREE_CSV,
-                                   ROUNDS_CSV, SAMPLES_CSV, param_columns, read_measurements)
-
+from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, OPTREE_CSV,
+                                   ROUNDS_CSV, SAMPLES_CSV, param_columns)
 
 
 @dataclass
@@ -29,25 +30,23 @@ class Previous:
 
 def read_previous(folder: Path, variants_per_case: int, cross_row_codes=()) -> Previous:
     """The whole cases of an interrupted run in `folder`; an empty Previous if it wrote none."""
-    folder = Path(folder)
-    if not (folder / "measurements.csv").exists():
+    run = RunFolder(folder)
+    if not (run.folder / MEASUREMENTS_CSV).exists():
         return Previous()
-    frame = read_measurements(folder)
-    frame = frame.drop_duplicates(list(KEY), keep="last")
+    frame = run.measurements.drop_duplicates(list(KEY), keep="last")
     counts = frame.groupby("case_id")["variant"].nunique()
     whole = set(counts[counts == variants_per_case].index)
     kept = frame[frame["case_id"].isin(whole)]
     params = param_columns(kept)
     rows = [ResultRow.from_record(r, params) for r in kept.to_dict("records")]
+    read = {SAMPLES_CSV: run.samples, ROUNDS_CSV: run.rounds, KERNELS_CSV: run.kernels,
+            FINDINGS_CSV: run.findings, OPTREE_CSV: run.optree}
     tables = {}
-    # optree.csv: absent from a run before it existed, and then its kept cases have no tree
-    for name in (SAMPLES_CSV, ROUNDS_CSV, KERNELS_CSV, FINDINGS_CSV, OPTREE_CSV):
-        try:
-            table = pd.read_csv(folder / name)
-        except (FileNotFoundError, *CSV_ERRORS):
-            table = pd.DataFrame(columns=list(KEY))
+    for name, table in read.items():
+        table = pd.DataFrame(columns=list(KEY)) if table is None or "case_id" not in table \
+            else table
         table = table[table["case_id"].isin(whole)]
-        if name == FINDINGS_CSV and "code" in table:
+        if name == FINDINGS_CSV:
             table = table[~table["code"].isin([str(c) for c in cross_row_codes])]
         tables[name] = table.to_dict("records")
     return Previous(whole, rows, tables)

@@ -13,7 +13,6 @@ One line per trial, then a summary.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import signal
 import subprocess
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
+from suites.results.reader import RunFolder, read_state
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = ["case_id", "variant"]
@@ -37,10 +38,7 @@ def _sweep_seconds(overrides: list[str], folder: Path) -> float:
 
 
 def _state(folder: Path) -> str | None:
-    try:
-        return json.loads((folder / "run.json").read_text())["state"]
-    except (OSError, ValueError):
-        return None
+    return (read_state(folder) or {}).get("state")
 
 
 def trial(overrides: list[str], folder: Path, sig: signal.Signals, at_s: float) -> str:
@@ -53,7 +51,7 @@ def trial(overrides: list[str], folder: Path, sig: signal.Signals, at_s: float) 
     except subprocess.TimeoutExpired:
         proc.send_signal(sig)
     proc.communicate()
-    before = (pd.read_csv(folder / "measurements.csv") if (folder / "measurements.csv").exists()
+    before = (RunFolder(folder).measurements if (folder / "measurements.csv").exists()
               else pd.DataFrame(columns=[*KEY, "median_us"]))
     resumes = 0
     while _state(folder) != "complete":
@@ -67,8 +65,8 @@ def trial(overrides: list[str], folder: Path, sig: signal.Signals, at_s: float) 
         # 1: the run completed with rows that are not results (noisy on a busy machine).
         if done.returncode not in (0, 1) or resumes > 3:
             return f"FAIL: resume exited {done.returncode}: {done.stderr.strip()[-300:]}"
-    state = json.loads((folder / "run.json").read_text())
-    rows = pd.read_csv(folder / "measurements.csv")
+    run = RunFolder(folder)
+    state, rows = run.state, run.measurements
     problems = []
     if len(rows) != state["planned"] or rows.duplicated(KEY).any():
         problems.append(f"{len(rows)} rows for {state['planned']} planned "
@@ -79,7 +77,7 @@ def trial(overrides: list[str], folder: Path, sig: signal.Signals, at_s: float) 
     if changed:
         problems.append(f"{changed} rows written before the signal changed")
     timed = rows[rows["status"].isin(["ok", "noisy"])]
-    samples = pd.read_csv(folder / "samples.csv")
+    samples = run.samples
     missing = set(map(tuple, timed[KEY].values)) - set(map(tuple, samples[KEY].values))
     if missing:
         problems.append(f"{len(missing)} timed rows without samples")

@@ -23,8 +23,8 @@ from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, signals_stop_runs
 from suites.harness.variant_passes import short_error
 from suites.config.compose import compose, override_args, resolved
-from suites.results.journal import read_state
-from suites.results.tables import MEASUREMENTS_CSV, read_measurements
+from suites.results.reader import RunFolder, read_state
+from suites.results.tables import MEASUREMENTS_CSV
 from suites.config.run_spec import build_run_spec
 from suites.config.suite_table import suites
 
@@ -179,7 +179,7 @@ def record_rows(plan: Plan, folder: Path, rec) -> None:
     """One JSON line per (case, variant) row of the run folder's measurements.csv."""
     if not (folder / MEASUREMENTS_CSV).is_file():
         return
-    frame = read_measurements(folder)
+    frame = RunFolder(folder).measurements
     for row in frame.to_dict("records"):
         status = STATUS.get(str(row["status"]), "failed")
         fields = {k: row.get(k) for k in FIELDS if k in row and not pd.isna(row.get(k))}

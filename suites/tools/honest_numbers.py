@@ -20,7 +20,6 @@ on CUDA, `--device cuda`, where contention means other processes on the GPU or i
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from suites.reports.compare.loading import load_side
 from suites.reports.compare.joined import Rule, compare_rows
 from suites.reports.kit.change import Change
 from suites.results.columns import Status
-from suites.results.tables import read_measurements
+from suites.results.reader import RunFolder
 from suites.config.run_spec import auto_threads
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +79,7 @@ def check_sensitivity(out: Path, base: list[str], quiet: Path, size_axis: str) -
           f"{size_axis} >= 512")
     b = run_suite(out / "threads_2", *base, "timing.threads=2")
     frame = verdicts(quiet, b)
-    sizes = read_measurements(quiet).set_index(["case_id", "variant"])[size_axis]
+    sizes = RunFolder(quiet).measurements.set_index(["case_id", "variant"])[size_axis]
     frame["size"] = [sizes.get((c, v), float("nan")) for c, v in zip(frame["case_id"], frame["variant"])]
     big = frame[(frame["size"] >= 512) & frame["verdict"].isin(list(Change))]
     affected = big[big["ratio"] <= 1 / 1.3]
@@ -106,7 +105,8 @@ def check_contention(out: Path, base: list[str], quiet: Path, threads: str) -> N
         hog.kill()
         hog.wait()
     key = ["case_id", "variant"]
-    q, b = read_measurements(quiet), read_measurements(busy)
+    quiet_run, busy_run = RunFolder(quiet), RunFolder(busy)
+    q, b = quiet_run.measurements, busy_run.measurements
     both = q.merge(b, on=key, suffixes=("_q", "_b"))
     ok = both[(both["status_b"] == Status.OK) & (both["status_q"] == Status.OK)]
     median = ok["median_us_b"] / ok["median_us_q"]
@@ -119,7 +119,7 @@ def check_contention(out: Path, base: list[str], quiet: Path, threads: str) -> N
           f"{len(off_s)} speedups (target: none)")
     for r in off_m.itertuples():
         print(f"    median off: {r.case_id} {r.variant}: {r.median_us_q:.4g} -> {r.median_us_b:.4g} us")
-    env = json.loads((busy / "env.json").read_text())
+    env = busy_run.env
     print(f"  rounds under contention: {env['rounds']['states']}; re-measured cases: "
           f"{len(env['rounds']['remeasured_cases'])}")
 
@@ -145,7 +145,7 @@ def check_timer(out: Path, threads: int) -> None:
         run = run_suite(out / f"timer_{r}", "suite.sizes=[64,1024]", "suite.dtypes=[float32]",
                         "suite.variants=[eager]", "profile.enabled=false", "calibrate=false",
                         f"timing.threads={threads}")
-        rows = read_measurements(run)
+        rows = RunFolder(run).measurements
         if (rows["status"] != Status.OK).any():
             print(f"    round {r}: not every row ok ({', '.join(rows['status'])}): skipped")
             continue

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from suites.common.errors import ConfigError
+from suites.common.errors import InputError
 from suites.results.columns import KEY
 from suites.results.tables import MEASUREMENTS_CSV
 from suites.reports.kit.banner import state_line
-from suites.results.run_folders import find_runs, read_run, sweep_problems
+from suites.results.reader import read_run
+from suites.results.run_folders import find_runs, sweep_problems
 
 
 @dataclass
@@ -37,14 +38,14 @@ class Side:
 def _find_runs(path: Path) -> list[Path]:
     if path.is_file():  # a run's measurements.csv names its run folder
         if path.name != MEASUREMENTS_CSV:
-            raise ConfigError(f"{path}: not a folder; pass a run folder or a folder of runs")
+            raise InputError(f"{path}: not a folder; pass a run folder or a folder of runs")
         return [path.parent]
     return find_runs(path)
 
 
 def round_medians(samples: pd.DataFrame | None, rounds: pd.DataFrame | None) -> dict[tuple, np.ndarray]:
     """key -> the median of each clean round. Rounds that rounds.csv marks as not clean are left
-    out; a run without a `round` column (from before rounds) has no round data at all."""
+    out; samples without rounds (a run from before them, or another tool's table) give none."""
     if samples is None or not set(KEY + ("round", "time_us")) <= set(samples.columns):
         return {}
     times = pd.to_numeric(samples["time_us"], errors="coerce")
@@ -65,8 +66,8 @@ def _check_duplicates(rows: pd.DataFrame, label: str) -> None:
         return
     (suite, case_id, variant), runs = twice.index[0], twice.iloc[0]
     more = f" (and {len(twice) - 1} more row(s))" if len(twice) > 1 else ""
-    raise ConfigError(f"{label}: {suite}/{case_id}/{variant} is in {len(runs)} run folders: "
-                      f"{', '.join(runs)}{more}; pass the run folder you mean")
+    raise InputError(f"{label}: {suite}/{case_id}/{variant} is in {len(runs)} run folders: "
+                     f"{', '.join(runs)}{more}; pass the run folder you mean")
 
 
 def load_side(path: Path, label: str) -> Side:
@@ -74,8 +75,8 @@ def load_side(path: Path, label: str) -> Side:
     try:
         runs = _find_runs(path)
         files = [read_run(run) for run in runs]
-    except ConfigError as exc:  # say which side is at fault
-        raise ConfigError(f"{label}: {exc}") from None
+    except InputError as exc:  # say which side is at fault
+        raise InputError(f"{label}: {exc}") from None
     rows = pd.concat([f.measurements.assign(run=str(f.folder)) for f in files], ignore_index=True)
     _check_duplicates(rows, label)
     rounds: dict[tuple, np.ndarray] = {}

@@ -21,14 +21,11 @@ import pandas as pd
 
 from kernels import registry
 from suites.results.columns import KEY, Status
-from suites.results.tables import param_columns, with_columns
-from suites.results.run_folders import find_runs, read_run, sweep_problems
+from suites.results.tables import param_columns
+from suites.results.reader import read_run
+from suites.results.run_folders import find_runs, sweep_problems
 
 REQUIRED = ["family", "dtype"]  # besides KEY and status
-# What the ladder reads; a run from an older version may lack some of them (NaN then).
-USED = ["device", "median_us", "host_us", "device_us", "n_kernels", "flops", "bytes",
-        "intensity", "tflops", "speedup", "speedup_low", "speedup_high", "device_ratio", "rounds",
-        "first_call_ms", "compile_ms", "reason"]
 
 
 def machine(env: dict) -> str:
@@ -43,7 +40,7 @@ class Run:
     created: dt.datetime | None
     params: list[str]        # the op's parameter columns, in the file's order
     state: dict | None = None  # run.json: an incomplete run is said in the banner
-    problems: list = field(default_factory=list)  # what does not add up (table_problems)
+    problems: list = field(default_factory=list)  # what does not add up (RunFolder.problems)
 
 
 @dataclass
@@ -179,7 +176,6 @@ def load(path: Path) -> Collection:
     runs = sorted((run for run, _ in loaded), key=_order_key)
     order = {str(run.path): i for i, run in enumerate(runs)}
     rows, dropped = _deduplicate(pd.concat([r for _, r in loaded], ignore_index=True), order)
-    rows = with_columns(rows, USED)
     # A suite this version does not know (an edited row, or a suite since removed): its rows
     # have no parameters, baseline or ladder place to be read with; left out, and said.
     known = rows["suite"].isin(registry.op_names())

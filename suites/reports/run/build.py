@@ -8,13 +8,12 @@ import pandas as pd
 
 from kernels import registry
 from kernels.base import Op
-from suites.common.errors import ConfigError
+from suites.common.errors import InputError
 from suites.common.numbers import plain
 from suites.reports.kit import page as hp
 from suites.reports.kit.banner import banner_html, banner_lines
 from suites.results import atomic
-from suites.results.journal import read_state
-from suites.results.run_folders import read_env, table_problems
+from suites.results.reader import RunFolder
 from suites.reports.run.conventions import conventions_html
 from suites.reports.run.narrative import case_lines, headline
 from suites.reports.run.by_size import lines_by_size
@@ -26,8 +25,7 @@ from suites.reports.run.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
 from suites.results.columns import KEY, Status, headers
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
-from suites.results.tables import (CSV_ERRORS, FINDINGS_CSV, MEASUREMENTS_CSV, read_kernels,
-                                   read_measurements, with_columns)
+from suites.results.tables import MEASUREMENTS_CSV
 
 # rounds, GB/s, the modelled bytes and the profile's device ratio (its finding says when it
 # disagrees) stay in measurements.csv: the table must fit 1400 px with the GPU-only columns
@@ -117,30 +115,18 @@ def _flag_above_peak(ok: pd.DataFrame) -> pd.DataFrame:
 def write_report(run_dir: Path) -> Path:
     """Plots and report.html from a run folder's files, so a report can be rebuilt at any time:
     python -m suites.report <run folder>."""
-    run_dir = Path(run_dir)
-    frame = with_columns(read_measurements(run_dir),
-                         [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "speedup_low", "speedup_high"])
-    state = read_state(run_dir)
-    problems = table_problems(run_dir, frame, state)
-    try:
-        findings = pd.read_csv(run_dir / FINDINGS_CSV)
-    except (FileNotFoundError, *CSV_ERRORS):  # said in the banner (table_problems)
-        findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
-    if lacking := [c for c in FINDINGS_TABLE if c not in findings.columns]:
-        problems.append(f"{run_dir / FINDINGS_CSV}: no column(s) {', '.join(lacking)} (edited "
-                        "or from another tool): its findings are left out")
-        findings = pd.DataFrame(columns=list(FINDINGS_TABLE))
-    env = read_env(run_dir)
+    run = RunFolder(run_dir)
+    run_dir, frame, findings, env = run.folder, run.measurements, run.findings, run.env
     suite = env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
     try:
         op = registry.get_op(suite)
     except registry.UnknownNameError as exc:
-        raise ConfigError(f"{run_dir}: {exc}") from None
+        raise InputError(f"{run_dir}: {exc}") from None
     if frame.empty:
-        raise ConfigError(f"{run_dir / MEASUREMENTS_CSV}: no rows: nothing to report")
+        raise InputError(f"{run_dir / MEASUREMENTS_CSV}: no rows: nothing to report")
     if lacking := [c for c in ("variant", "family", "dtype", *op.params) if c not in frame]:
-        raise ConfigError(f"{run_dir / MEASUREMENTS_CSV}: missing column(s) {', '.join(lacking)} "
-                          f"of {op.name}")
+        raise InputError(f"{run_dir / MEASUREMENTS_CSV}: missing column(s) {', '.join(lacking)} "
+                         f"of {op.name}")
     # A row there twice (the banner says so): the later one is the one the run wrote last.
     frame = frame.drop_duplicates(list(KEY), keep="last").reset_index(drop=True)
     # A 2-D case of an op with a batch axis has no B column value: it is B=1 (kernels/base.py).
@@ -148,13 +134,14 @@ def write_report(run_dir: Path) -> Path:
     params = op.columns(frame)
     ok, not_run = frame[frame["status"] == Status.OK], frame[frame["status"] != Status.OK]
     plots = write_plots(frame, op.size_axis, params, op.baseline, run_dir / "plots",
-                        read_kernels(run_dir))
+                        run.kernels)
     small = run_dir / "plots" / "answer.png"
     name = answer.case_namer(frame, op.size_axis, params)
     small = plot_answer(ok, op.size_axis, params, op.baseline, small) if ok["speedup"].notna().any() \
         and not (ok["variant"] == op.baseline).all() else None
     by_size = lines_by_size(frame, op.size_axis, [p for p in params if p in frame],
                              op.baseline)
+    trees = op_trees.trees(run.optree)
     sections = [
         (f"The answer: does fusion pay off against {op.baseline}, and where does the time go",
          _answer_section(frame, findings, op, name, small)),
@@ -170,13 +157,13 @@ def write_report(run_dir: Path) -> Path:
         ("All findings", hp.table(findings, FINDING_COLUMNS,
                                   left=("case_id", "variant", "code", "statement", "evidence"))),
         (f"Op tree per call, against {op.baseline}",
-         op_trees.section(run_dir, frame, op.baseline, name)),
-        ("Hotspots: the top 15 ops per call by self time", hotspots.section(run_dir, frame, name)),
+         op_trees.section(trees, frame, op.baseline, name)),
+        ("Hotspots: the top 15 ops per call by self time", hotspots.section(trees, frame, name)),
         ("What was measured", _measured_section(op, frame)),
         ("How to read this report", conventions_html(op, EXPLAINED)),
     ]
     title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"
-    banner = banner_html(problems + banner_lines([env], frame, [(run_dir, state)]))
+    banner = banner_html(run.problems + banner_lines([env], frame, [(run_dir, run.state)]))
     atomic.write_text(path, hp.page(title, sections, _meta(env), banner))
     return path

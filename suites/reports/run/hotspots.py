@@ -4,13 +4,12 @@ ops with the most self time, with their total time and calls), from the trace's 
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import pandas as pd
 
 from suites.traces import op_tree as ot
 from suites.reports.kit import page as hp
-from suites.reports.run.tree_section import NO_TREES, trees
+from suites.reports.run.tree_section import NO_TREES
 
 TOP = 15  # the series' row_limit
 COLUMNS = {"name": "op", "calls_per_call": "calls", "self_us": "self us",
@@ -28,9 +27,9 @@ def table(rows: list[dict], k: int = TOP) -> pd.DataFrame:
                       total_pct=(100 * top["total_share"]).round(1))
 
 
-def section(run_dir: Path, frame: pd.DataFrame, name) -> str:
-    """The section's HTML; `name`: row -> the case's short name (answer.case_namer)."""
-    found = trees(run_dir)
+def section(found: dict[tuple[str, str], list[dict]], frame: pd.DataFrame, name) -> str:
+    """The section's HTML from the op trees (tree_section.trees); `name`: row -> the case's
+    short name (answer.case_namer)."""
     if not found:
         return NO_TREES.replace("op trees", "hotspots")
     variants = list(dict.fromkeys(frame["variant"]))

@@ -4,7 +4,6 @@ queries per call, and each case's trees, folded away (a `<details>` per case).""
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import pandas as pd
 
@@ -12,23 +11,23 @@ from suites.traces import op_tree as ot
 from suites.reports.kit import page as hp
 from suites.reports.run import shared_findings as sf
 from suites.common.numbers import num, plain
-from suites.results.tables import read_optree
 
 NO_TREES = ("<p>This run folder has no op trees (no optree.csv: a run from before the table "
             "existed, or nothing was profiled).</p>")
 NAME_UP_TO = 56  # characters of an op's name in a tree; Inductor's kernel names run to 100+
 
 
-def trees(run_dir: Path) -> dict[tuple[str, str], list[dict]]:
-    """(case_id, variant) -> its tree's rows, from optree.csv ({} for a run without it)."""
-    table = read_optree(run_dir)
+def trees(optree: pd.DataFrame) -> dict[tuple[str, str], list[dict]]:
+    """(case_id, variant) -> its tree's rows, from optree.csv's table ({} for a run without
+    one: reader.py reads it)."""
     return {key: rows.to_dict("records")
-            for key, rows in table.groupby(["case_id", "variant"], sort=False)}
+            for key, rows in optree.groupby(["case_id", "variant"], sort=False)}
 
 
-def section(run_dir: Path, frame: pd.DataFrame, baseline: str, name) -> str:
-    """The section's HTML; `name`: row -> the case's short name (answer.case_namer)."""
-    found = trees(run_dir)
+def section(found: dict[tuple[str, str], list[dict]], frame: pd.DataFrame, baseline: str,
+            name) -> str:
+    """The section's HTML from the trees (`trees`); `name`: row -> the case's short name
+    (answer.case_namer)."""
     if not found:
         return NO_TREES
     cases = list(dict.fromkeys(c for c in frame["case_id"] if any(k[0] == c for k in found)))

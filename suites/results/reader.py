@@ -1,0 +1,205 @@
+"""The one reader of run folders: the report, compare, collect, a resume and the tools read a
+run folder's files through RunFolder.
+
+A RunFolder reads each file once, when first asked for it, and keeps it: run.json (the run's
+state and its schema version), env.json, and the tables, each brought up to this version's
+schema (upgrade.py), checked and typed (table_reading.py). `problems` says, a line each, what
+does not add up in what was read (folder_checks.py): the readers' banner shows those lines.
+"""
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from suites.common.errors import InputError
+from suites.results import folder_checks as checks
+from suites.results import table_reading as read
+from suites.results.columns import FINDING_COLUMNS, KERNEL_COLUMNS, KEY
+from suites.results.journal import MEASUREMENTS_CSV, RUN_JSON
+from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, OPTREE_CSV, ROUNDS_CSV,
+                                   SAMPLES_CSV, TABLES)
+from suites.results.upgrade import SCHEMA_COLUMNS, schema_version, upgrade, with_empty
+
+ENV_JSON = checks.ENV_JSON
+
+
+class RunFolder:
+    """One run folder's files, each read once. `required`: columns measurements.csv must have
+    besides the key, status and median_us (a folder without one is an InputError)."""
+
+    def __init__(self, folder: Path, required: Sequence[str] = ()):
+        self.folder = Path(folder)
+        self.required = tuple(required)
+        self._bytes: dict[str, bytes | None] = {}
+        self._judged: dict[str, pd.DataFrame | None] = {}  # tables read whose rows are checked
+        self._notes: list[str] = []  # what reading a table found, said with the problems
+
+    def _data(self, name: str) -> bytes | None:
+        """A file's bytes, read once; None where it is missing (or not a file)."""
+        if name not in self._bytes:
+            try:
+                self._bytes[name] = (self.folder / name).read_bytes()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                self._bytes[name] = None
+        return self._bytes[name]
+
+    @cached_property
+    def state(self) -> dict | None:
+        """run.json (journal.py); None where there is none or it is not a JSON object."""
+        data = self._data(RUN_JSON)
+        try:
+            state = json.loads(data.decode()) if data is not None else None
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None  # a list or a string: garbled
+
+    @cached_property
+    def _version(self) -> tuple[int, str | None]:
+        return schema_version(self.state, self.folder / RUN_JSON)
+
+    @property
+    def version(self) -> int:
+        """The schema the folder's files follow; 0: written before run.json said it."""
+        return self._version[0]
+
+    @cached_property
+    def _env(self) -> tuple[dict, str | None]:
+        return checks.env_checked(self.folder / ENV_JSON, self._data(ENV_JSON))
+
+    @property
+    def env(self) -> dict:
+        """env.json's keys of the right type; {} where it is missing or unreadable."""
+        return self._env[0]
+
+    def _current(self, name: str, frame: pd.DataFrame) -> pd.DataFrame:
+        """A table at this version's schema: upgraded from the folder's version; a column still
+        missing was taken out (by hand, or another tool wrote the file): said, and empty."""
+        frame = upgrade(name, frame, self.version)
+        if lacking := [c for c in SCHEMA_COLUMNS.get(name, ()) if c not in frame.columns]:
+            self._notes.append(f"{self.folder / name}: no column(s) {', '.join(lacking)} "
+                               "(edited, or written by another tool): read as empty")
+        return with_empty(frame, lacking)
+
+    @cached_property
+    def measurements(self) -> pd.DataFrame:
+        """measurements.csv, typed (table_reading.py); an InputError where it cannot be read as
+        one, or lacks a column the reader needs."""
+        file = self.folder / MEASUREMENTS_CSV
+        data = self._data(MEASUREMENTS_CSV)
+        if data is None:
+            raise InputError(f"{self.folder}: no {MEASUREMENTS_CSV}: not a run folder")
+        frame = read.measurements(file, data, self.required)
+        frame = read.typed_measurements(file, self._current(MEASUREMENTS_CSV, frame))
+        self._judged[MEASUREMENTS_CSV] = frame
+        return frame
+
+    def _numbers_table(self, name: str) -> pd.DataFrame | None:
+        frame = read.numbers_table(name, self._data(name))
+        self._judged[name] = frame
+        return frame
+
+    @cached_property
+    def samples(self) -> pd.DataFrame | None:
+        """samples.csv; None where it is missing or unreadable (its problems say which)."""
+        return self._numbers_table(SAMPLES_CSV)
+
+    @cached_property
+    def rounds(self) -> pd.DataFrame | None:
+        """rounds.csv, the same way."""
+        return self._numbers_table(ROUNDS_CSV)
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        """kernels.csv, its figures as numbers; empty (with its columns) where it is missing,
+        unreadable, or lacks the columns every version wrote (another tool's file)."""
+        frame = read.kernels(self._data(KERNELS_CSV))
+        frame = pd.DataFrame(columns=list(KERNEL_COLUMNS)) if frame is None else \
+            self._current(KERNELS_CSV, frame)
+        return read.typed_kernels(frame)
+
+    @cached_property
+    def optree(self) -> pd.DataFrame:
+        """optree.csv: the op tree of each (case, variant); empty where there is none."""
+        return read.optree(self._data(OPTREE_CSV))
+
+    @cached_property
+    def findings(self) -> pd.DataFrame:
+        """findings.csv; empty (with its columns) where it is missing or unreadable, or lacks
+        one of them (then said)."""
+        frame = read.table(self._data(FINDINGS_CSV), ())
+        if frame is not None and (lacking := [c for c in FINDING_COLUMNS if c not in frame]):
+            self._notes.append(f"{self.folder / FINDINGS_CSV}: no column(s) "
+                               f"{', '.join(lacking)} (edited or from another tool): its "
+                               "findings are left out")
+            frame = None
+        return pd.DataFrame(columns=list(FINDING_COLUMNS)) if frame is None else frame
+
+    @property
+    def problems(self) -> list[str]:
+        """What does not add up in the folder, a line each: in measurements.csv, in the other
+        tables read through this reader whose rows are checked (samples.csv, rounds.csv), and in
+        the folder as a whole (run.json, env.json, files missing)."""
+        self.measurements  # always judged: read now if no one has yet
+        return self._table_problems() + self._folder_problems() + self._notes
+
+    def _table_problems(self) -> list[str]:
+        folder, state, problems = self.folder, self.state, []
+        for name in TABLES:
+            data = self._bytes.get(name)
+            if checks.ends_cut(data) if data is not None else \
+                    checks.last_byte_cut(folder / name):
+                problems.append(f"{folder / name}: cut inside its last row (no line end): that "
+                                "row is partial")
+            frame = self._judged.get(name)
+            if name in self._judged and frame is None and data is not None:
+                problems.append(f"{folder / name}: not a readable CSV: its rows are left out")
+            if frame is None:
+                continue
+            if bad := checks.not_numbers(name, data, frame):
+                problems.append(f"{folder / name}: {bad} value(s) in numeric columns are not "
+                                "numbers (garbled): read as missing")
+            if line := checks.row_count(folder, name, frame, state):
+                problems.append(line)
+        return problems
+
+    def _folder_problems(self) -> list[str]:
+        folder, measurements, problems = self.folder, self.measurements, []
+        twice = int(measurements.duplicated(list(KEY)).sum())
+        if twice:
+            problems.append(f"{folder}: {twice} row(s) of {MEASUREMENTS_CSV} are there twice")
+        if self.state is None and self._data(RUN_JSON) is not None:
+            problems.append(f"{folder / RUN_JSON}: garbled (not a JSON object): whether the run "
+                            "completed is unknown")
+        elif self.state is None:
+            problems.append(f"{folder}: no {RUN_JSON}: whether the run completed is unknown")
+        if self._version[1]:
+            problems.append(self._version[1])
+        if self._env[1]:
+            problems.append(self._env[1])
+        if impossible := measurements.attrs.get("impossible"):
+            problems.append(f"{folder / MEASUREMENTS_CSV}: {impossible}: read as missing")
+        if not (folder / ENV_JSON).is_file():
+            problems.append(f"{folder}: no {ENV_JSON} (machine, versions and peaks unknown)")
+        if not (folder / FINDINGS_CSV).is_file():
+            problems.append(f"{folder}: no {FINDINGS_CSV}: no findings to show")
+        return problems
+
+
+def read_run(folder: Path, required: Sequence[str] = (), samples: bool = True) -> RunFolder:
+    """A run folder with measurements.csv read (an InputError here if it cannot be), and its
+    samples.csv and rounds.csv unless `samples` is False (the largest files, often unneeded)."""
+    run = RunFolder(folder, required)
+    run.measurements  # read now: a bad file is an error here, not in the middle of a report
+    if samples:
+        run.samples
+        run.rounds
+    return run
+
+
+def read_state(folder: Path) -> dict | None:
+    """run.json of a run folder; None where there is none or it cannot be read."""
+    return RunFolder(folder).state

@@ -1,0 +1,69 @@
+"""Run folders written by an older fusebench, brought up to this one's schema as they are read:
+the one place that knows what an older folder lacks, so that no report, compare, collect or
+resume asks how old a run is.
+
+run.json's `schema_version` (journal.py writes it) names the schema a folder's files follow. A
+folder without one is version 0: written before the field existed, by main up to commit 8cd45f5
+(tests/fixtures/run_folders/schema_v0 is one) or by anything older, which may lack columns that
+came later: a row's `reason`, the timing-round, profile and compile metrics, kernels.csv's GEMM
+and occupancy details. Each step brings a table from one version to the next, filling what the
+older version did not write as empty (NaN for a number, None for text), as a row with nothing
+to say there would hold it. A file an older run never wrote (optree.csv, rounds.csv, samples.csv,
+run.json) is read as any missing file is: an empty table, or none (reader.py).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from suites.results.columns import KERNEL_DETAIL_COLUMNS, METRICS, empty
+from suites.results.journal import MEASUREMENTS_CSV, SCHEMA_VERSION
+from suites.results.tables import KERNELS_CSV
+
+# measurements.csv's columns a row may be read without: every metric, and the identity a reader
+# can do without (the block's name, the device, which env.json says too). The others (the key,
+# status, family, dtype and the op's parameters) are required by the readers that use them.
+MEASUREMENT_COLUMNS = ("op", "device", *(c.name for c in METRICS))
+# Per table, the columns its current schema has and a reader may find missing in an older run.
+SCHEMA_COLUMNS = {MEASUREMENTS_CSV: MEASUREMENT_COLUMNS, KERNELS_CSV: KERNEL_DETAIL_COLUMNS}
+
+
+def with_empty(frame: pd.DataFrame, names) -> pd.DataFrame:
+    """`frame` with each column of `names` it lacks, empty, after its own columns."""
+    return frame.assign(**{n: _empty(n) for n in names if n not in frame.columns})
+
+
+def _empty(name: str):
+    return empty(name) if name in MEASUREMENT_COLUMNS else None
+
+
+def _from_0(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 0 to 1: the columns added over the versions before schema_version (version 1 has
+    the same columns as the last of them, main at 8cd45f5)."""
+    return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
+
+
+# version -> the step from it to the next one.
+STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0}
+
+
+def upgrade(name: str, frame: pd.DataFrame, version: int) -> pd.DataFrame:
+    """Table `name` of a run folder of schema `version`, as this version writes it."""
+    for step in range(version, SCHEMA_VERSION):
+        frame = STEPS[step](name, frame)
+    return frame
+
+
+def schema_version(state: dict | None, run_json: Path) -> tuple[int, str | None]:
+    """The folder's schema version from its run.json (`state`: None when there is none or it is
+    not readable: version 0), and what is wrong with the field, if anything."""
+    found = (state or {}).get("schema_version", 0)
+    if not isinstance(found, int) or isinstance(found, bool) or found < 0:
+        return 0, (f"{run_json}: schema_version {found!r} is not a version (edited or garbled): "
+                   "read as a run from before versions (0)")
+    if found > SCHEMA_VERSION:
+        return found, (f"{run_json}: schema_version {found}, written by a newer fusebench than "
+                       f"this one (which reads up to {SCHEMA_VERSION}): what it added is ignored")
+    return found, None
