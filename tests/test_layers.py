@@ -42,10 +42,7 @@ TRANSITIONAL = ("suites.harness.case_run imports suites.config.run_spec",
                 "suites.harness.runner imports suites.config.run_spec",
                 "suites.harness.variant_passes imports suites.config.run_spec",
                 "suites.reports.ladder.answer imports suites.reports.run.verdicts",
-                "suites.reports.ladder.plots imports suites.reports.run.plots",
-                "suites.traces.findings.core imports suites.results.row",
-                "suites.traces.findings.detectors imports suites.results.row",
-                "suites.traces.findings.measured imports suites.results.row")
+                "suites.reports.ladder.plots imports suites.reports.run.plots")
 
 
 def module_name(path: Path) -> str:
