@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
 from suites.traces.host_parts import HostClassifier, HostParts
+from suites.traces.nesting import by_thread, nest
 from suites.traces.op_kinds import (COPY_WRAPPERS, is_copy_api, is_cpu_kernel, is_launch_api,
                                     is_sync_api)
 from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
@@ -91,42 +92,25 @@ class TraceAnalysis:
 
 
 def nest_cpu_events(trace: Trace) -> dict:
-    """Set each cpu op's self time and each runtime call's enclosing op, per thread. Returns
-    correlation id -> the op a copy call came from (copy_origin)."""
-    by_thread: dict = defaultdict(list)
-    for event in trace.cpu_ops:
-        event.self_us = event.dur  # analysing a trace twice must not subtract children twice
-        by_thread[(event.pid, event.tid)].append(event)
-    for event in trace.runtime:
-        by_thread[(event.pid, event.tid)].append(event)
+    """Set each cpu op's self time and each cpu op's and runtime call's enclosing op, per thread
+    (nesting.py). Returns correlation id -> the op a copy call came from (copy_origin)."""
     origins = {}
-    for events in by_thread.values():
-        # By start, the longer first at equal starts (the parent): two stable sorts on floats
-        # hold far less memory than one on (ts, -dur) tuples for millions of events.
-        events.sort(key=_minus_dur)
-        events.sort(key=_start)
-        stack: list[Event] = []
-        for event in events:
-            while stack and stack[-1].end <= event.ts:
-                stack.pop()
-            parent = stack[-1] if stack else None
-            event.op = parent.name if parent else None
-            if event.cat in RUNTIME_CATS:
-                if event.corr is not None and is_copy_api(event.name):
-                    origins[event.corr] = copy_origin(stack)
-                continue
-            if parent is not None:
-                parent.self_us -= event.dur
-            stack.append(event)
+
+    def enter(event: Event, ops: list[Event]) -> Event | None:
+        parent = ops[-1] if ops else None
+        event.op = parent.name if parent is not None else None
+        if event.cat in RUNTIME_CATS:  # a leaf: never an op's parent, nor in its children's time
+            if event.corr is not None and is_copy_api(event.name):
+                origins[event.corr] = copy_origin(ops)
+            return None
+        event.self_us = event.dur  # analysing a trace twice must not subtract children twice
+        if parent is not None:
+            parent.self_us -= event.dur
+        return event
+
+    for events in by_thread(trace.cpu_ops, trace.runtime):
+        nest(events, enter)
     return origins
-
-
-def _minus_dur(event: Event) -> float:
-    return -event.dur
-
-
-def _start(event: Event) -> float:
-    return event.ts
 
 
 def copy_origin(stack: list[Event]) -> str:
