@@ -48,7 +48,7 @@ def step_frame(profile: CallProfile) -> pd.DataFrame:
         verdict = step_verdict(s, mode)
         window = s.window
         rows.append({
-            "step": s.name, "host_us": s.host_us, "window_us": s.wall_us,
+            "step": s.name, "host_us": s.host_us, "window_us": s.window_us,
             "device_us": s.device_us, "busy_frac": s.busy_frac, "kernels": s.n_kernels,
             "host_wait_us": window.host_wait_us if window else NAN,
             "queued_idle_us": window.queued_idle_us if window else NAN,

@@ -18,9 +18,10 @@ else, memsets and fill kernels included). Each kind's intervals are merged into 
 so computation + exposed comm + exposed memcpy + idle = total.
 
 The same rules per step, over the activities launched inside the step (matched by correlation
-id, as the per-step metrics are): a step's device window runs from the start of the first of
-them to the end of the last, wherever the host was meanwhile. And per stream, over the linked
-activities on that stream (the trace's device `tid`).
+id, as the per-step metrics are): a step's total runs from the start of the first of them to
+the end of the last, wherever the host was meanwhile. That is TraceLens's span of the activities,
+not the step's window (StepMetrics.window_us, step_window.py), which holds the host's part of the
+step too. And per stream, over the linked activities on that stream (the trace's device `tid`).
 """
 from __future__ import annotations
 

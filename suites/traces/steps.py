@@ -32,14 +32,17 @@ WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
 
 @dataclass
 class StepMetrics:
+    """One step's figures. How long it took has two meanings, each defined once: `host_us`, the
+    host's span of the call, and `window_us`, the window the step is judged in (on a GPU its
+    device window, which also holds the device's part; on a CPU the host's span)."""
+
     name: str
-    host_us: float  # span of the call's record_function range (or of the step)
+    host_us: float  # the call's range (its record_function, or the step): its end - its start
     device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
     n_kernels: int
     launch_api_us: float  # launch calls, copies that returned before their copy ran included
     launch_delays_us: list[float]
     n_cpu_ops: int
-    wall_us: float  # the step's window: on a GPU its device window (step_window.py)
     kernels: list[Event] = field(default_factory=list)
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
@@ -65,14 +68,21 @@ class StepMetrics:
         return Counter(op.name for op in self.op_events)
 
     @property
+    def window_us(self) -> float:
+        """The step's window: on a GPU its device window (step_window.py: from when the device
+        could start the step's work until the host and the device are both done with it); on a
+        CPU, or in a trace without the device's activities, the host's span (host_us)."""
+        return self.window.window_us if self.window is not None else self.host_us
+
+    @property
     def busy_frac(self) -> float:
         """GPU: the share of the step's device window in which the device was busy (every
         activity counts); CPU: the compute ops' self time over the step's span."""
-        if self.wall_us <= 0:
+        if self.window_us <= 0:
             return float("nan")
         busy = self.window.busy_us if self.window is not None else self.device_us
         # No device figure (a host-only trace): no share either; min() would make NaN 1.0.
-        return min(1.0, busy / self.wall_us) if busy == busy else float("nan")
+        return min(1.0, busy / self.window_us) if busy == busy else float("nan")
 
     @property
     def launch_delay_us(self) -> float:
@@ -230,7 +240,7 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
                                 mode, host, flush.call if flush is not None else None)
         if coverage is not None:
             lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end)
-            metrics.window, metrics.wall_us = coverage.window(lo, hi), hi - lo
+            metrics.window = coverage.window(lo, hi)
             metrics.buffer_gaps, metrics.buffer_idle_us = idle_overlap(
                 request_union, coverage.busy, lo, hi)
             device_end = max([device_end] + [k.end for k in metrics.kernels])
@@ -331,7 +341,7 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
     return StepMetrics(
         name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
         launch_api_us=launch_us, blocking_us=blocking_us,
-        launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=call.dur,
+        launch_delays_us=delays, n_cpu_ops=len(ops),
         kernels=kernels, op_events=ops, runtime=runtime,
         first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),
         host=host, unlinked=len(unlinked), flush=flush if mine else None,

@@ -128,11 +128,11 @@ def _no_verdict(ctx: FindingContext):
 def _no_host_side(ctx: FindingContext):
     """GPU steps with no verdict: mostly idle, and the trace has no host side to say why."""
     blind = [s for s in ctx.profile.steps
-             if s.window is not None and s.window.window_us > 0 and not host_side(s)]
+             if s.window is not None and s.window_us > 0 and not host_side(s)]
     if not blind:
         return
     idle = sum(s.window.host_wait_us for s in blind)
-    window = sum(s.window.window_us for s in blind)
+    window = sum(s.window_us for s in blind)
     yield Finding(Code.NO_VERDICT, Severity.WARNING,
                   f"no verdict: the trace has device activities but no host side ({len(blind)} "
                   f"step(s) with no runtime calls and no launch linked to their "

@@ -78,35 +78,36 @@ def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
 def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
     if mode == HOST_ONLY:
         return None
+    span = step.window_us  # the window a step is judged in (StepMetrics.window_us)
     if mode != GPU:
-        if step.wall_us <= 0:
+        if span <= 0:
             return None
-        parts, rest = _host_parts(step, step.wall_us - step.device_us)
+        parts, rest = _host_parts(step, span - step.device_us)
         parts = {"CPU compute": step.device_us, **parts, "overhead": rest}
         parts.pop("sync")
         parts.pop("profiler flush", None)  # a device sync: never in a CPU trace's steps
-        return _verdict(HOST, parts, step.wall_us, tuple(parts))
+        return _verdict(HOST, parts, span, tuple(parts))
     w = step.window
-    if w is None or w.window_us <= 0:
+    if w is None or span <= 0:
         return None
-    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us and not host_side(step):
+    if w.host_wait_us >= HOST_BOUND_SHARE * span and not host_side(step):
         return None  # idle, and no launch to say whether the host or something else held it
     device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
               "memory copies": w.exposed_memcpy_us}
     timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
-    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us:
+    if w.host_wait_us >= HOST_BOUND_SHARE * span:
         parts, rest = _host_parts(step, step.host_us)
         parts = {**parts, "launch": rest, **timing}
-        return _verdict(HOST, parts, w.window_us,
+        return _verdict(HOST, parts, span,
                         ("initialisation", "sync", "data loading", "CPU collectives", "launch"))
     if w.queued_idle_us > w.busy_us:
         parts = {**device, **timing, "sync": step.blocking_us, "waiting": w.queued_idle_us}
         if step.flush_us > 0:  # not in "sync": the profiler's (profiler_artifacts.py)
             parts["profiler flush"] = step.flush_us
-        if step.blocking_us >= HOST_BOUND_SHARE * w.window_us:
-            return _verdict(HOST, parts, w.window_us, ("sync",))
-        return _verdict(DEVICE, parts, w.window_us, ("waiting",))
-    return _verdict(DEVICE, {**device, **timing}, w.window_us, tuple(device))
+        if step.blocking_us >= HOST_BOUND_SHARE * span:
+            return _verdict(HOST, parts, span, ("sync",))
+        return _verdict(DEVICE, parts, span, ("waiting",))
+    return _verdict(DEVICE, {**device, **timing}, span, tuple(device))
 
 
 def host_side(step: StepMetrics) -> bool:

@@ -22,7 +22,7 @@ def cold_start(ctx: FindingContext):
     steps = ctx.profile.steps if ctx.profile else []
     if len(steps) < 3:
         return
-    first, rest = steps[0].wall_us, statistics.median(s.wall_us for s in steps[1:])
+    first, rest = steps[0].window_us, statistics.median(s.window_us for s in steps[1:])
     if rest > 0 and first > COLD_FACTOR * rest:
         yield Finding(Code.COLD_START, Severity.NOTICE,
                       f"cold start: the first step ({steps[0].name}) takes {first:.0f} us, "
