@@ -24,7 +24,7 @@ from kernels.names import DTYPE_NAMES
 from suites.common import cli
 from suites.common.errors import ConfigError
 from suites.traces.findings import FindingContext, run_detectors
-from suites.traces.findings.step_bound import step_verdict
+from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, on_gpu, unread_device_categories
 from suites.traces.occupancy import ATTENTION_NOTE, is_attention
@@ -41,11 +41,12 @@ CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops", "data_loading_u
 
 
 def step_frame(profile: CallProfile) -> pd.DataFrame:
-    """One row per step: its window, what the device and the host did in it, its verdict."""
+    """One row per step: its window, what the device and the host did in it, what bounds it
+    (step_bound.py; the column keeps its name, verdict)."""
     mode = profile.analysis.mode
     rows = []
     for s in profile.steps:
-        verdict = step_verdict(s, mode)
+        bound = step_bound(s, mode)
         window = s.window
         rows.append({
             "step": s.name, "host_us": s.host_us, "window_us": s.window_us,
@@ -56,7 +57,7 @@ def step_frame(profile: CallProfile) -> pd.DataFrame:
             "setup_us": s.host.init_us, "data_loading_us": s.host.data_us,
             "host_collectives_us": s.host.collective_us,
             "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops,
-            "verdict": f"{verdict.side}: {verdict.kind}" if verdict else "-",
+            "verdict": f"{bound.side}: {bound.kind}" if bound else "-",
         })
     return pd.DataFrame(rows)
 
