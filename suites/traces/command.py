@@ -31,7 +31,7 @@ from suites.traces.occupancy import ATTENTION_NOTE, is_attention
 from suites.traces.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
                                         trace_timeline)
 from suites.traces.steps import analyze
-from suites.traces.events import TraceFormatError, read_trace
+from suites.traces.events import read_trace
 
 MAX_STEPS_SHOWN = 20
 NAN = float("nan")
@@ -245,10 +245,10 @@ def analyze_trace(args) -> None:
 
 
 def main(argv=None) -> int:
-    # A trace that cannot be read or analysed is one line and exit code 2; argparse's own
-    # errors keep argparse's usage message.
-    return cli.run_main(_parser(), analyze_trace, argv,
-                        errors=(TraceFormatError, ConfigError, OSError))
+    # A trace that cannot be read or analysed (TraceFormatError, an InputError), a bad flag
+    # (ConfigError) or an unreadable path is one line and exit code 2; argparse's own errors
+    # keep argparse's usage message.
+    return cli.run_main(_parser(), analyze_trace, argv)
 
 
 if __name__ == "__main__":
