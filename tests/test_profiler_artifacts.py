@@ -1,7 +1,8 @@
 """The profiler's own marks in a trace (suites/traces/profiler_artifacts.py, findings in
-suites/traces/findings/artifacts.py): its end-of-window flush, left out of the program's blocking time
-and verdict, and the device's idle stretches during its Activity Buffer Requests, left out of
-the idle gaps; and the many-steps profile (profile=many) that tells them from the program's.
+suites/traces/findings/artifacts.py): its end-of-window flush, left out of the program's
+blocking time and its bound, and the device's idle stretches during its Activity Buffer
+Requests, left out of the idle gaps; and the many-steps profile (profile=many) that tells them
+from the program's.
 
 Real traces (tests/fixtures, README there): the flush, told by the profiler's stop_trace frame,
 follows the last step of h100_qwen1.5_0.5b (2.17 ms cudaDeviceSynchronize), mi300_qwen1.5_0.5b

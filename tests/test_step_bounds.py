@@ -151,7 +151,8 @@ def test_a_device_whose_activities_are_not_read_is_never_a_cpu(tmp_path, categor
     prof = profile(events, tmp_path)
     assert prof.analysis.mode == "host-only" and prof.steps[0].n_kernels == 0
     found = findings(prof)
-    assert primary_codes(found) == [Code.NO_VERDICT] and category in found[Code.NO_VERDICT].statement
+    assert primary_codes(found) == [Code.NO_VERDICT]
+    assert category in found[Code.NO_VERDICT].statement
     from suites.traces import command as cli
     assert cli.main([str(tmp_path / "t.json")]) == 0
     out = capsys.readouterr().out

@@ -191,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
     parser.add_argument("--csv", type=Path, help="also write timeline.csv, steps.csv, kernels.csv, "
                                                  "findings.csv here")
-    parser.add_argument("--label", help="record_function name around each call (host time = its span)")
+    parser.add_argument("--label", help="record_function name around each call (host time = "
+                                        "its span)")
     parser.add_argument("--steps", help="regex of annotation names to use as steps "
                                         "(default: ProfilerStep#N, else the whole trace)")
     parser.add_argument("--dtype", choices=list(DTYPE_NAMES), help="the run's dtype (enables the "

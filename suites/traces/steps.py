@@ -198,7 +198,8 @@ def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
     return step
 
 
-def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = None) -> TraceAnalysis:
+def analyze(trace: Trace, label: str | None = None,
+            step_pattern: str | None = None) -> TraceAnalysis:
     """Metrics for every step; `label` names the record_function range around each call."""
     origins = nest_cpu_events(trace)
     mode = trace_mode(trace)

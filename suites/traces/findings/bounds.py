@@ -173,8 +173,8 @@ def comm_share(ctx: FindingContext):
             comm += sum(kernel_us(k, True) for k in step.kernels if kind(k) == "communication")
     if busy > 0 and comm > COMM_SHARE * busy:
         yield Finding(Code.COMM_SHARE, Severity.NOTICE,
-                      f"communication kernels run {duration(comm)} against {duration(busy)} of busy "
-                      f"device time ({comm / busy:.0%}, overlapped or not): collectives are a "
+                      f"communication kernels run {duration(comm)} against {duration(busy)} of "
+                      f"busy device time ({comm / busy:.0%}, overlapped or not): collectives are a "
                       "large part of the work", {"comm_us": comm, "busy_us": busy})
 
 

@@ -50,12 +50,12 @@ class Code(StrEnum):
     # what the profiler itself put in the trace (artifacts.py)
     PROFILER_FLUSH = "profiler_flush"
     PROFILER_BUFFER_GAPS = "profiler_buffer_gaps"
-    # the op tree of a call (op_trees.py)
+    # the op tree of a call (tree.py)
     OP_TREE_DIFF = "op_tree_diff"
     FAT_LEAF_OP = "fat_leaf_op"
     # timing (noise.py)
     NOISY_TIMING = "noisy_timing"
-    # across a row's passes and rounds, after the sweep (rows.py)
+    # across a row's passes and rounds, after the sweep (measured.py)
     ABOVE_PEAK = "above_peak"
     PASSES_DISAGREE = "passes_disagree"
     KERNEL_SPEEDUP_DIFFERS = "kernel_speedup_differs"

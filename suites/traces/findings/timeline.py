@@ -60,7 +60,8 @@ def kernel_variance(ctx: FindingContext):
         cv = statistics.pstdev(times) / mean
         if cv > VARIANCE_CV:
             yield Finding(Code.KERNEL_VARIANCE, Severity.WARNING,
-                          f"{_short(name)} varies across steps: {min(times):.1f} to {max(times):.1f} "
+                          f"{_short(name)} varies across steps: {min(times):.1f} to "
+                          f"{max(times):.1f} "
                           f"us (CV {cv:.0%}); clocks, contention or data-dependent work",
                           {"kernel": _short(name), "cv": cv, "min_us": min(times),
                            "max_us": max(times)})
