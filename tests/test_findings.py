@@ -2,8 +2,7 @@
 fixtures where they carry the signal."""
 import pytest
 
-from suites.traces.findings import FindingContext, run_detectors
-from suites.results.row import ResultRow
+from suites.traces.findings import FindingContext, find_all, run_detectors
 from suites.traces.call_profile import CallProfile
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
@@ -16,9 +15,6 @@ def profile_of(events, tmp_path, label="call", name="t.json"):
 
 def codes(profile, **ctx):
     """Findings by code; `row` and `baseline_row` are given as the columns they set."""
-    for key in ("row", "baseline_row"):
-        if key in ctx:
-            ctx[key] = ResultRow.from_record(ctx[key])
     return {f.code: f for f in run_detectors(FindingContext(profile=profile, **ctx))}
 
 
@@ -170,3 +166,22 @@ def test_noisy_timing_when_calls_stall(tmp_path):
     profile = profile_of(cpu_step(0, 0, [("aten::mm", 2, 90)]), tmp_path)
     assert "noisy_timing" in codes(profile, row={"median_us": 10.0, "p90_us": 8000.0, "n_samples": 5})
     assert "noisy_timing" not in codes(profile, row={"median_us": 10.0, "p90_us": 12.0})
+
+
+def test_find_all_reads_a_rows_column_values_as_a_csv_row_gives_them(tmp_path):
+    """The engine takes column name -> value (ResultRow.record(), a measurements.csv row read by
+    pandas, NaN in an empty text cell); the baseline's own row is judged without a baseline,
+    a row that did not run ok not at all."""
+    profile = profile_of(cpu_step(0, 0, [("aten::mm", 2, 90)]), tmp_path)
+    key = {"suite": "matmul_add", "case_id": "M64-fp32", "dtype": "float32", "status": "ok"}
+    base = {**key, "variant": "eager", "family": "eager", "host_us": 30.0}
+    compiled = {**key, "variant": "compile", "family": "compile", "host_us": 100.0}
+    found = {f["code"] for f in find_all(compiled, profile, base, profile)}
+    assert "compile_host_overhead" in found
+    unknown = {**compiled, "family": float("nan")}  # not said: the ops decide, and show none
+    assert "compile_host_overhead" not in {f["code"] for f in find_all(unknown, profile, base,
+                                                                          profile)}
+    assert find_all(base, profile, dict(base), profile) == find_all(base, profile, None, None)
+    assert find_all({**compiled, "status": "failed"}, profile, base, profile) == []
+    with pytest.raises(KeyError, match="hosts_us"):
+        FindingContext(profile, row=base).value("hosts_us")  # a typo is no missing value

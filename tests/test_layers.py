@@ -34,10 +34,6 @@ TRACES_MAY_USE = ("suites.results.columns", "suites.common")
 HYDRA = ("hydra", "omegaconf")
 HYDRA_ALLOWED = ("run_suite", "suites.config")
 KERNELS_NEVER = ("pandas", "matplotlib") + HYDRA
-# Left by the move to rooms, undone by a commit of its own: findings off ResultRow.
-TRANSITIONAL = ("suites.traces.findings.core imports suites.results.row",
-                "suites.traces.findings.detectors imports suites.results.row",
-                "suites.traces.findings.measured imports suites.results.row")
 
 
 def module_name(path: Path) -> str:
@@ -164,16 +160,12 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _known(line: str) -> bool:
-    return any(line.startswith(t) for t in TRANSITIONAL)
-
-
 def test_imports_point_down_the_rooms():
-    assert [v for v in layer_violations(source_files()) if not _known(v)] == []
+    assert layer_violations(source_files()) == []
 
 
 def test_traces_stand_alone_hydra_stays_in_config_kernels_know_nothing_of_suites():
-    assert [v for v in rule_violations(source_files()) if not _known(v)] == []
+    assert rule_violations(source_files()) == []
 
 
 def test_no_circles():

@@ -9,7 +9,6 @@ from suites.traces import op_tree as ot
 from suites.traces.call_profile import CallProfile
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
-from suites.results.row import ResultRow
 from trace_builders import ALEXNET_TRACE, event, write
 
 REAL = ALEXNET_TRACE.parents[1] / "real_traces"
@@ -146,8 +145,7 @@ def test_op_tree_diff_finding_against_the_baseline(tmp_path):
     base = profile_of(step(0, 0, [op("aten::matmul", 2, 52), op("aten::mm", 3, 50),
                                   op("aten::add", 60, 10)]), tmp_path, name="a.json")
     fused = profile_of(step(0, 0, [op("aten::addmm", 2, 55)]), tmp_path, name="b.json")
-    rows = {"baseline_row": ResultRow.from_record({"variant": "eager"}),
-            "row": ResultRow.from_record({"variant": "addmm"})}
+    rows = {"baseline_row": {"variant": "eager"}, "row": {"variant": "addmm"}}
     found = {f.code: f for f in run_detectors(FindingContext(profile=fused,
                                                              baseline_profile=base, **rows))}
     diff = found["op_tree_diff"]

@@ -46,7 +46,7 @@ def _row(variant, peak):
     case = Case.make("mlp", {"T": 64, "D": 128, "I": 512}, "float32", "cpu")
     row = new_row("mlp", case, registry.get_variant("mlp", variant), op, 1)
     row.peak_mem_mb = peak
-    return row
+    return row.record()  # the findings read a row's column values
 
 
 def test_a_fused_variant_saving_a_quarter_of_the_peak_is_a_finding():

@@ -1,7 +1,8 @@
 """The profiler's own marks in a trace (suites/traces/profiler_artifacts.py, findings in
-suites/traces/findings/artifacts.py): its end-of-window flush, left out of the program's blocking time
-and verdict, and the device's idle stretches during its Activity Buffer Requests, left out of
-the idle gaps; and the many-steps profile (profile=many) that tells them from the program's.
+suites/traces/findings/artifacts.py): its end-of-window flush, left out of the program's
+blocking time and its bound, and the device's idle stretches during its Activity Buffer
+Requests, left out of the idle gaps; and the many-steps profile (profile=many) that tells them
+from the program's.
 
 Real traces (tests/fixtures, README there): the flush, told by the profiler's stop_trace frame,
 follows the last step of h100_qwen1.5_0.5b (2.17 ms cudaDeviceSynchronize), mi300_qwen1.5_0.5b
@@ -19,7 +20,7 @@ from suites.config.group_choices import check_group_choices
 from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.bounds import _longest_gap
 from suites.traces.findings.codes import Code
-from suites.traces.findings.step_bound import step_verdict
+from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.profiler_artifacts import BY_FRAME, BY_PLACE
 from suites.traces.steps import analyze
@@ -81,8 +82,8 @@ def test_the_flush_ending_a_trace_without_steps_leaves_its_blocking_time():
     [step] = prof.steps
     assert step.flush is flush.call and step.flush_us == pytest.approx(1332.208)
     assert step.blocking_us == 0.0
-    verdict = step_verdict(step, prof.analysis.mode)
-    assert verdict.code == Code.COMPUTE_BOUND  # as before: the device was busy throughout
+    bound = step_bound(step, prof.analysis.mode)
+    assert bound.code == Code.COMPUTE_BOUND  # as before: the device was busy throughout
     found = findings(prof)[Code.PROFILER_FLUSH]
     assert "left out of the step's blocking time" in found.statement
     assert "the trace (it has no steps)" in found.statement
@@ -129,9 +130,9 @@ def test_a_trailing_sync_no_step_holds_is_the_flush_not_sync_bound(tmp_path):
     prof = built(queued_then_synced(), tmp_path)
     [step] = prof.steps
     assert step.flush_us == pytest.approx(5080) and step.blocking_us == 0
-    verdict = step_verdict(step, prof.analysis.mode)
-    assert verdict.code == Code.DEVICE_WAIT  # not sync_bound: the program never synced
-    assert verdict.parts["profiler flush"] == pytest.approx(5080)  # the excluded time, stated
+    bound = step_bound(step, prof.analysis.mode)
+    assert bound.code == Code.DEVICE_WAIT  # not sync_bound: the program never synced
+    assert bound.parts["profiler flush"] == pytest.approx(5080)  # the excluded time, stated
     found = findings(prof)
     assert Code.SYNC_BOUND not in found
     assert found[Code.PROFILER_FLUSH].evidence["flush_us"] == pytest.approx(5080)
@@ -192,7 +193,7 @@ def test_the_b200_buffer_request_is_the_idle_before_the_first_activity():
     found = findings(prof)[Code.PROFILER_BUFFER_GAPS]
     assert found.evidence["gaps"] == 1 and found.evidence["requests"] == 1
     assert "profile=many" in found.statement
-    assert Code.OVERHEAD_BOUND in findings(prof)  # the verdict stands: 72 ms more host wait
+    assert Code.OVERHEAD_BOUND in findings(prof)  # the bound stands: 72 ms more host wait
 
 
 def gapped(steps: int, requests_in: set):

@@ -7,6 +7,7 @@ import pytest
 from suites.traces.call_profile import CallProfile
 from suites.traces.op_kinds import LAUNCH_APIS
 from suites.traces.steps import analyze
+from suites.common.errors import InputError
 from suites.traces.events import TraceFormatError, read_trace
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, load, write
 
@@ -134,8 +135,9 @@ def test_reader_keeps_top_level_metadata_in_any_order(tmp_path):
 def test_malformed_traces_raise_a_clear_error(tmp_path, text, message):
     path = tmp_path / "bad.json"
     path.write_text(text)
-    with pytest.raises(TraceFormatError, match=message):
+    with pytest.raises(TraceFormatError, match=message) as raised:
         read_trace(path)
+    assert isinstance(raised.value, InputError)  # a bad input file, not a bad configuration
 
 
 def test_truncated_gzip_is_a_format_error(tmp_path):

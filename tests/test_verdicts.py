@@ -83,16 +83,17 @@ def test_row_findings_above_peak_passes_disagree_rounds_dropped():
     timing = TimingStats(25, 10.0, 9.0, 11.0, 9.0, 0.1, rounds=3, rounds_dropped=2)
     above = _row(roofline=Roofline(1.0, 1.0, pct_peak=384.0), timing=timing,
                  speedup=1.54, device_ratio=0.54)
-    codes = {f["code"]: f for f in row_findings([above], "matmul_add", "eager")}
+    codes = {f["code"]: f for f in row_findings([above.record()], "matmul_add", "eager")}
     assert set(codes) == {"above_peak", "passes_disagree", "rounds_dropped"}
     assert codes["above_peak"]["statement"].startswith("384% of the measured roofline")
     assert "1.54x speedup but the profile pass's device time gives 0.54x" in \
         codes["passes_disagree"]["statement"]
     assert "2 timing round(s) were not clean" in codes["rounds_dropped"]["statement"]
     fine = _row(roofline=Roofline(1.0, 1.0, pct_peak=80.0), speedup=1.2, device_ratio=1.1)
-    assert row_findings([fine], "matmul_add", "eager") == []
+    assert row_findings([fine.record()], "matmul_add", "eager") == []
     noisy = _row(roofline=Roofline(1.0, 1.0, pct_peak=384.0), status=Status.NOISY)
-    assert row_findings([noisy], "matmul_add", "eager") == []  # its figures are not results
+    # A noisy row's figures are not results.
+    assert row_findings([noisy.record()], "matmul_add", "eager") == []
 
 
 def test_the_best_of_two_peak_probes_is_kept():

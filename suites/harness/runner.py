@@ -99,7 +99,8 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
                 kernels += [{**keys, "dtype": outcome.case.dtype, **k}
                             for k in profile.kernel_rows()]
             findings += [{**keys, **f} for f in find_all(
-                row, profile, base, outcome.profiles.get(spec.suite.baseline))]
+                row.record(), profile, base.record() if base is not None else None,
+                outcome.profiles.get(spec.suite.baseline))]
     return samples, rounds, kernels, findings
 
 
@@ -215,7 +216,8 @@ def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: floa
     kept = previous.tables
     samples, rounds = kept.get(SAMPLES_CSV, []) + samples, kept.get(ROUNDS_CSV, []) + rounds
     kernels, findings = kept.get(KERNELS_CSV, []) + kernels, kept.get(FINDINGS_CSV, []) + findings
-    findings += row_findings(rows, spec.suite.name, spec.suite.baseline)
+    findings += row_findings([row.record() for row in rows], spec.suite.name,
+                             spec.suite.baseline)
     env["rounds"] = rounds_summary(rounds, outcomes)
     atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
     frames = _write(spec, rows, {SAMPLES_CSV: samples, ROUNDS_CSV: rounds, KERNELS_CSV: kernels,

@@ -24,14 +24,14 @@ from kernels.names import DTYPE_NAMES
 from suites.common import cli
 from suites.common.errors import ConfigError
 from suites.traces.findings import FindingContext, run_detectors
-from suites.traces.findings.step_bound import step_verdict
+from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, on_gpu, unread_device_categories
 from suites.traces.occupancy import ATTENTION_NOTE, is_attention
 from suites.traces.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
                                         trace_timeline)
 from suites.traces.steps import analyze
-from suites.traces.events import TraceFormatError, read_trace
+from suites.traces.events import read_trace
 
 MAX_STEPS_SHOWN = 20
 NAN = float("nan")
@@ -41,14 +41,15 @@ CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops", "data_loading_u
 
 
 def step_frame(profile: CallProfile) -> pd.DataFrame:
-    """One row per step: its window, what the device and the host did in it, its verdict."""
+    """One row per step: its window, what the device and the host did in it, what bounds it
+    (step_bound.py; the column keeps its name, verdict)."""
     mode = profile.analysis.mode
     rows = []
     for s in profile.steps:
-        verdict = step_verdict(s, mode)
+        bound = step_bound(s, mode)
         window = s.window
         rows.append({
-            "step": s.name, "host_us": s.host_us, "window_us": s.wall_us,
+            "step": s.name, "host_us": s.host_us, "window_us": s.window_us,
             "device_us": s.device_us, "busy_frac": s.busy_frac, "kernels": s.n_kernels,
             "host_wait_us": window.host_wait_us if window else NAN,
             "queued_idle_us": window.queued_idle_us if window else NAN,
@@ -56,7 +57,7 @@ def step_frame(profile: CallProfile) -> pd.DataFrame:
             "setup_us": s.host.init_us, "data_loading_us": s.host.data_us,
             "host_collectives_us": s.host.collective_us,
             "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops,
-            "verdict": f"{verdict.side}: {verdict.kind}" if verdict else "-",
+            "verdict": f"{bound.side}: {bound.kind}" if bound else "-",
         })
     return pd.DataFrame(rows)
 
@@ -190,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
     parser.add_argument("--csv", type=Path, help="also write timeline.csv, steps.csv, kernels.csv, "
                                                  "findings.csv here")
-    parser.add_argument("--label", help="record_function name around each call (host time = its span)")
+    parser.add_argument("--label", help="record_function name around each call (host time = "
+                                        "its span)")
     parser.add_argument("--steps", help="regex of annotation names to use as steps "
                                         "(default: ProfilerStep#N, else the whole trace)")
     parser.add_argument("--dtype", choices=list(DTYPE_NAMES), help="the run's dtype (enables the "
@@ -244,10 +246,10 @@ def analyze_trace(args) -> None:
 
 
 def main(argv=None) -> int:
-    # A trace that cannot be read or analysed is one line and exit code 2; argparse's own
-    # errors keep argparse's usage message.
-    return cli.run_main(_parser(), analyze_trace, argv,
-                        errors=(TraceFormatError, ConfigError, OSError))
+    # A trace that cannot be read or analysed (TraceFormatError, an InputError), a bad flag
+    # (ConfigError) or an unreadable path is one line and exit code 2; argparse's own errors
+    # keep argparse's usage message.
+    return cli.run_main(_parser(), analyze_trace, argv)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+from suites.common.errors import InputError
 from suites.traces.event_args import GEMM_OPS, event_info
 
 # Device-side activities: what "kernels per call" counts on a GPU.
@@ -53,8 +54,9 @@ _ARGS_NOT_OBJECT = "args not an object (kept without them)"
 _NUMBER_TYPES = frozenset({int, float})
 
 
-class TraceFormatError(ValueError):
-    """The file is not a readable Chrome trace; the message says where and why."""
+class TraceFormatError(InputError):
+    """The file is not a readable Chrome trace (a bad input file, not a bad configuration); the
+    message says where and why."""
 
 
 class Event:

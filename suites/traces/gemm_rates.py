@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from suites.traces.event_args import GEMM_OPS
 from suites.traces.gemm_names import is_gemm
+from suites.traces.nesting import by_thread, nest
 from suites.traces.op_kinds import is_launch_api
-from suites.traces.events import Event
+from suites.traces.events import RUNTIME_CATS, Event
 
 
 @dataclass(frozen=True)
@@ -74,29 +75,25 @@ def gemm_shape(op: str, dims) -> tuple | None:
 
 def _launch_ops(step) -> dict:
     """correlation id -> (op event, shape) of the innermost GEMM op with shapes around each
-    launch call of the step, thread by thread."""
+    launch call of the step, thread by thread (nesting.py; at equal times, an op before its
+    launch)."""
     ops = [op for op in step.op_events if op.name in GEMM_OPS and op.info is not None]
     if not ops:
         return {}
     launches = [r for r in step.runtime if r.corr is not None and is_launch_api(r.name)]
-    by_thread: dict = defaultdict(list)
-    for is_op, events in ((0, ops), (1, launches)):  # at equal times, an op before its launch
-        for event in events:
-            by_thread[(event.pid, event.tid)].append((event.ts, -event.dur, is_op, event))
     found = {}
-    for events in by_thread.values():
-        events.sort(key=lambda e: e[:3])
-        stack: list[tuple[Event, tuple | None]] = []
-        for _, _, is_launch, event in events:
-            while stack and stack[-1][0].end <= event.ts:
-                stack.pop()
-            if not is_launch:
-                stack.append((event, gemm_shape(event.name, event.info)))
-                continue
-            for op, shape in reversed(stack):
-                if shape is not None and event.end <= op.end:
-                    found[event.corr] = (op, shape)
-                    break
+
+    def enter(event: Event, around: list[tuple[Event, tuple | None]]):
+        if event.cat not in RUNTIME_CATS:
+            return (event, gemm_shape(event.name, event.info))
+        for op, shape in reversed(around):
+            if shape is not None and event.end <= op.end:
+                found[event.corr] = (op, shape)
+                break
+        return None  # a launch holds no op
+
+    for events in by_thread(ops, launches):
+        nest(events, enter)
     return found
 
 
@@ -149,7 +146,6 @@ class ShapeRate:
     flops: float  # per launch
     tflops: float  # achieved, over all its launches
     kernels: tuple  # the kernel names that ran it
-    launches: int
 
 
 def equal_flop_rates(launches: list[GemmLaunch]) -> list[list[ShapeRate]]:
@@ -166,6 +162,6 @@ def equal_flop_rates(launches: list[GemmLaunch]) -> list[list[ShapeRate]]:
             continue
         flops = runs[0].flops
         groups[flops].append(ShapeRate(runs[0].shape_text, flops, flops * len(runs) / us / 1e6,
-                                       tuple(sorted({g.kernel.name for g in runs})), len(runs)))
+                                       tuple(sorted({g.kernel.name for g in runs}))))
     return [sorted(rates, key=lambda r: -r.tflops) for rates in groups.values()
             if len(rates) > 1]

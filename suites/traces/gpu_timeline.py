@@ -18,9 +18,10 @@ else, memsets and fill kernels included). Each kind's intervals are merged into 
 so computation + exposed comm + exposed memcpy + idle = total.
 
 The same rules per step, over the activities launched inside the step (matched by correlation
-id, as the per-step metrics are): a step's device window runs from the start of the first of
-them to the end of the last, wherever the host was meanwhile. And per stream, over the linked
-activities on that stream (the trace's device `tid`).
+id, as the per-step metrics are): a step's total runs from the start of the first of them to
+the end of the last, wherever the host was meanwhile. That is TraceLens's span of the activities,
+not the step's window (StepMetrics.window_us, step_window.py), which holds the host's part of the
+step too. And per stream, over the linked activities on that stream (the trace's device `tid`).
 """
 from __future__ import annotations
 
@@ -135,18 +136,36 @@ def linked(trace: Trace) -> tuple[list[Event], int]:
     return counted, len(trace.device) - len(counted)
 
 
-def timeline(activities: list[Event], unlinked: int = 0) -> Timeline:
+@dataclass(frozen=True)
+class DeviceUnions:
+    """Activities split by kind, each kind merged into a union, and the exposed parts (module
+    docstring): what a timeline measures, whole (timeline) or window by window
+    (step_window.DeviceCoverage)."""
+
+    computation: Intervals
+    communication: Intervals
+    memcpy: Intervals
+    exposed_comm: Intervals  # communication - computation
+    exposed_memcpy: Intervals  # memcpy - computation - communication
+    busy: Intervals  # all of them
+
+
+def device_unions(activities: list[Event]) -> DeviceUnions:
     by_kind: dict[str, Intervals] = {"computation": [], "communication": [], "memcpy": []}
     for e in activities:
         by_kind[kind(e)].append((e.ts, e.end))
     comp, comm, copy = (union(by_kind[k]) for k in ("computation", "communication", "memcpy"))
-    busy = union(comp + comm + copy)
-    total = busy[-1][1] - busy[0][0] if busy else 0.0
-    exposed_comm = subtract(comm, comp)
-    exposed_copy = subtract(subtract(copy, comp), comm)
-    return Timeline(length(comp), length(exposed_comm), length(exposed_copy), length(busy),
-                    total - length(busy), total, length(comm), length(copy), len(activities),
-                    unlinked)
+    return DeviceUnions(comp, comm, copy, subtract(comm, comp),
+                        subtract(subtract(copy, comp), comm), union(comp + comm + copy))
+
+
+def timeline(activities: list[Event], unlinked: int = 0) -> Timeline:
+    u = device_unions(activities)
+    busy = length(u.busy)
+    total = u.busy[-1][1] - u.busy[0][0] if u.busy else 0.0
+    return Timeline(length(u.computation), length(u.exposed_comm), length(u.exposed_memcpy),
+                    busy, total - busy, total, length(u.communication), length(u.memcpy),
+                    len(activities), unlinked)
 
 
 def trace_timeline(trace: Trace) -> Timeline:

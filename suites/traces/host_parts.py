@@ -1,5 +1,5 @@
 """Where a step's host time goes besides launching: one-time set-up, data loading and
-collectives run by the host (blocking calls are measured with the launches, trace_analysis.py).
+collectives run by the host (blocking calls are measured with the launches, steps.py).
 
 One-time set-up is a runtime call of at least INIT_MIN_US that is either a set-up call
 (op_kinds.SETUP_APIS: context creation, device queries, module loading) or far longer than the

@@ -25,6 +25,7 @@ import re
 from collections import defaultdict
 from typing import Callable
 
+from suites.traces.nesting import by_thread, nest
 from suites.traces.op_kinds import (METADATA_OPS, is_compute_op_name,
                                     is_inductor_cpu_kernel)
 from suites.traces.steps import STEP_PREFIX, StepMetrics, TraceAnalysis
@@ -85,64 +86,42 @@ class _Tree:
     """The sums over the profiled calls, per path; a path's tuple is made once (`child`)."""
 
     def __init__(self):
-        self.calls: dict = defaultdict(int)
-        self.self_us: dict = defaultdict(float)
-        self.total_us: dict = defaultdict(float)
-        self.kinds: dict = {}
-        self.order: dict = {}  # path -> when it first ran: its place among its siblings
+        # path -> [calls, self us, total us, kind], in the order the paths first ran (a node's
+        # place among its siblings); one list per path: a node's end updates one entry.
+        self.nodes: dict = {}
         self.child: dict = {}  # (parent path, name) -> path
         self.in_ops = 0.0  # time in the calls' outermost nodes
 
     def add_call(self, step: StepMetrics, ranges: list[Event]) -> None:
-        """One call's nodes, nested by time on each thread. Runtime calls go on the stack
-        too: a driver call (cuLaunchKernel) inside a runtime call is its child."""
-        by_thread: dict = defaultdict(list)
-        for event in [*ranges, *step.op_events, *step.runtime]:
-            by_thread[(event.pid, event.tid)].append(event)
-        for events in by_thread.values():
-            # By start, the longer first (the parent), a range before an op of the same span.
-            events.sort(key=_rank)
-            events.sort(key=_minus_dur)
-            events.sort(key=_start)
-            stack: list[list] = []  # [event, path, its children's time]
-            for event in events:
-                while stack and stack[-1][0].end <= event.ts:
-                    self._close(*stack.pop())
-                parent = stack[-1] if stack else None
-                key = (parent[1] if parent else (), event.name)
-                path = self.child.get(key)
-                if path is None:
-                    path = self.child[key] = key[0] + (plain_name(event.name),)
-                if parent is not None:
-                    parent[2] += event.dur
-                else:
-                    self.in_ops += event.dur
-                if path not in self.order:
-                    self.order[path] = len(self.order)
-                    self.kinds[path] = _kind(event)
-                stack.append([event, path, 0.0])
-            while stack:
-                self._close(*stack.pop())
+        """One call's nodes, nested by time on each thread (nesting.py), a range before an op
+        of the same span. Runtime calls open frames too: a driver call (cuLaunchKernel) inside
+        a runtime call is its child."""
+        for events in by_thread(ranges, step.op_events, step.runtime):
+            nest(events, self._open, self._close)
 
-    def _close(self, event: Event, path: tuple, children: float) -> None:
-        self.calls[path] += 1
-        self.self_us[path] += max(0.0, event.dur - children)
-        self.total_us[path] += event.dur
+    def _open(self, event: Event, frames: list[list]) -> list:
+        """The node's frame: [event, path, its children's time, the path's sums]."""
+        parent = frames[-1] if frames else None
+        key = (parent[1] if parent else (), event.name)
+        path = self.child.get(key)
+        if path is None:
+            path = self.child[key] = key[0] + (plain_name(event.name),)
+        if parent is not None:
+            parent[2] += event.dur
+        else:
+            self.in_ops += event.dur
+        node = self.nodes.get(path)
+        if node is None:
+            node = self.nodes[path] = [0, 0.0, 0.0, _kind(event)]
+        return [event, path, 0.0, node]
 
-
-_RANK = {"user_annotation": 0}
-
-
-def _rank(event: Event) -> int:
-    return _RANK.get(event.cat, 1)
-
-
-def _minus_dur(event: Event) -> float:
-    return -event.dur
-
-
-def _start(event: Event) -> float:
-    return event.ts
+    def _close(self, frame: list) -> None:
+        event, _, children, node = frame
+        dur = event.dur
+        own = dur - children
+        node[0] += 1
+        node[1] += own if own > 0.0 else 0.0  # children overlapping their parent: not below 0
+        node[2] += dur
 
 
 def op_tree(analysis: TraceAnalysis) -> list[dict]:
@@ -160,16 +139,18 @@ def op_tree(analysis: TraceAnalysis) -> list[dict]:
     span = sum(s.host_us for s in steps)
     rows = [{"path": CALL, "depth": 0, "name": CALL, "kind": "call", "calls_per_call": 1.0,
              "self_us": max(0.0, span - tree.in_ops) / n, "total_us": span / n}]
-    for path in _depth_first(tree.order):
+    for path in _depth_first(tree.nodes):
+        calls, self_us, total_us, kind = tree.nodes[path]
         rows.append({"path": SEP.join(path), "depth": len(path), "name": path[-1],
-                     "kind": tree.kinds[path], "calls_per_call": tree.calls[path] / n,
-                     "self_us": tree.self_us[path] / n, "total_us": tree.total_us[path] / n})
+                     "kind": kind, "calls_per_call": calls / n,
+                     "self_us": self_us / n, "total_us": total_us / n})
     return rows
 
 
-def _depth_first(order: dict) -> list[tuple]:
+def _depth_first(paths) -> list[tuple]:
+    """The paths (in the order they first ran) depth first, siblings in that order."""
     children: dict = defaultdict(list)
-    for path in sorted(order, key=order.get):
+    for path in paths:
         children[path[:-1]].append(path)
     out, todo = [], list(reversed(children[()]))
     while todo:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suites.traces.gpu_timeline import Coverage, kind, subtract, union
+from suites.traces.gpu_timeline import Coverage, device_unions, subtract, union
 from suites.traces.op_kinds import is_launch_api
 from suites.traces.events import Event
 
@@ -57,22 +57,12 @@ class DeviceCoverage:
 
     def __init__(self, activities: list[Event], launches: dict):
         """`launches`: correlation id -> the launch call (its first runtime or driver event)."""
-        by_kind: dict[str, list] = {"computation": [], "communication": [], "memcpy": []}
-        queued = []
-        for a in activities:
-            by_kind[kind(a)].append((a.ts, a.end))
-            call = launches.get(a.corr) if a.corr is not None else None
-            if call is not None:
-                launched = min(call.end, a.ts) if is_launch_api(call.name) else call.ts
-                if launched < a.ts:
-                    queued.append((launched, a.ts))
-        comp, comm, copy = (union(by_kind[k]) for k in ("computation", "communication", "memcpy"))
-        busy = union(comp + comm + copy)
-        self.computation = Coverage(comp)
-        self.exposed_comm = Coverage(subtract(comm, comp))
-        self.exposed_memcpy = Coverage(subtract(subtract(copy, comp), comm))
-        self.busy = Coverage(busy)
-        self.queued_idle = Coverage(subtract(union(queued), busy))
+        unions = device_unions(activities)
+        self.computation = Coverage(unions.computation)
+        self.exposed_comm = Coverage(unions.exposed_comm)
+        self.exposed_memcpy = Coverage(unions.exposed_memcpy)
+        self.busy = Coverage(unions.busy)
+        self.queued_idle = Coverage(subtract(union(_queued(activities, launches)), unions.busy))
 
     def window(self, start: float, end: float) -> DeviceWindow:
         busy = self.busy.within(start, end)
@@ -81,6 +71,19 @@ class DeviceCoverage:
                             self.exposed_comm.within(start, end),
                             self.exposed_memcpy.within(start, end), busy,
                             max(0.0, (end - start) - busy - queued), queued)
+
+
+def _queued(activities: list[Event], launches: dict) -> list[tuple[float, float]]:
+    """Each activity's wait in the queue: from when it was launched (module docstring) to its
+    start."""
+    queued = []
+    for a in activities:
+        call = launches.get(a.corr) if a.corr is not None else None
+        if call is not None:
+            launched = min(call.end, a.ts) if is_launch_api(call.name) else call.ts
+            if launched < a.ts:
+                queued.append((launched, a.ts))
+    return queued
 
 
 def window_bounds(host_start: float, host_end: float, own: list[Event],

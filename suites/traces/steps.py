@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
 from suites.traces.host_parts import HostClassifier, HostParts
+from suites.traces.nesting import by_thread, nest
 from suites.traces.op_kinds import (COPY_WRAPPERS, is_copy_api, is_cpu_kernel, is_launch_api,
                                     is_sync_api)
 from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
@@ -31,14 +32,17 @@ WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
 
 @dataclass
 class StepMetrics:
+    """One step's figures. How long it took has two meanings, each defined once: `host_us`, the
+    host's span of the call, and `window_us`, the window the step is judged in (on a GPU its
+    device window, which also holds the device's part; on a CPU the host's span)."""
+
     name: str
-    host_us: float  # span of the call's record_function range (or of the step)
+    host_us: float  # the call's range (its record_function, or the step): its end - its start
     device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
     n_kernels: int
     launch_api_us: float  # launch calls, copies that returned before their copy ran included
     launch_delays_us: list[float]
     n_cpu_ops: int
-    wall_us: float  # the step's window: on a GPU its device window (step_window.py)
     kernels: list[Event] = field(default_factory=list)
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
@@ -64,14 +68,21 @@ class StepMetrics:
         return Counter(op.name for op in self.op_events)
 
     @property
+    def window_us(self) -> float:
+        """The step's window: on a GPU its device window (step_window.py: from when the device
+        could start the step's work until the host and the device are both done with it); on a
+        CPU, or in a trace without the device's activities, the host's span (host_us)."""
+        return self.window.window_us if self.window is not None else self.host_us
+
+    @property
     def busy_frac(self) -> float:
         """GPU: the share of the step's device window in which the device was busy (every
         activity counts); CPU: the compute ops' self time over the step's span."""
-        if self.wall_us <= 0:
+        if self.window_us <= 0:
             return float("nan")
         busy = self.window.busy_us if self.window is not None else self.device_us
         # No device figure (a host-only trace): no share either; min() would make NaN 1.0.
-        return min(1.0, busy / self.wall_us) if busy == busy else float("nan")
+        return min(1.0, busy / self.window_us) if busy == busy else float("nan")
 
     @property
     def launch_delay_us(self) -> float:
@@ -91,42 +102,25 @@ class TraceAnalysis:
 
 
 def nest_cpu_events(trace: Trace) -> dict:
-    """Set each cpu op's self time and each runtime call's enclosing op, per thread. Returns
-    correlation id -> the op a copy call came from (copy_origin)."""
-    by_thread: dict = defaultdict(list)
-    for event in trace.cpu_ops:
-        event.self_us = event.dur  # analysing a trace twice must not subtract children twice
-        by_thread[(event.pid, event.tid)].append(event)
-    for event in trace.runtime:
-        by_thread[(event.pid, event.tid)].append(event)
+    """Set each cpu op's self time and each cpu op's and runtime call's enclosing op, per thread
+    (nesting.py). Returns correlation id -> the op a copy call came from (copy_origin)."""
     origins = {}
-    for events in by_thread.values():
-        # By start, the longer first at equal starts (the parent): two stable sorts on floats
-        # hold far less memory than one on (ts, -dur) tuples for millions of events.
-        events.sort(key=_minus_dur)
-        events.sort(key=_start)
-        stack: list[Event] = []
-        for event in events:
-            while stack and stack[-1].end <= event.ts:
-                stack.pop()
-            parent = stack[-1] if stack else None
-            event.op = parent.name if parent else None
-            if event.cat in RUNTIME_CATS:
-                if event.corr is not None and is_copy_api(event.name):
-                    origins[event.corr] = copy_origin(stack)
-                continue
-            if parent is not None:
-                parent.self_us -= event.dur
-            stack.append(event)
+
+    def enter(event: Event, ops: list[Event]) -> Event | None:
+        parent = ops[-1] if ops else None
+        event.op = parent.name if parent is not None else None
+        if event.cat in RUNTIME_CATS:  # a leaf: never an op's parent, nor in its children's time
+            if event.corr is not None and is_copy_api(event.name):
+                origins[event.corr] = copy_origin(ops)
+            return None
+        event.self_us = event.dur  # analysing a trace twice must not subtract children twice
+        if parent is not None:
+            parent.self_us -= event.dur
+        return event
+
+    for events in by_thread(trace.cpu_ops, trace.runtime):
+        nest(events, enter)
     return origins
-
-
-def _minus_dur(event: Event) -> float:
-    return -event.dur
-
-
-def _start(event: Event) -> float:
-    return event.ts
 
 
 def copy_origin(stack: list[Event]) -> str:
@@ -204,7 +198,8 @@ def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
     return step
 
 
-def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = None) -> TraceAnalysis:
+def analyze(trace: Trace, label: str | None = None,
+            step_pattern: str | None = None) -> TraceAnalysis:
     """Metrics for every step; `label` names the record_function range around each call."""
     origins = nest_cpu_events(trace)
     mode = trace_mode(trace)
@@ -246,7 +241,7 @@ def analyze(trace: Trace, label: str | None = None, step_pattern: str | None = N
                                 mode, host, flush.call if flush is not None else None)
         if coverage is not None:
             lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end)
-            metrics.window, metrics.wall_us = coverage.window(lo, hi), hi - lo
+            metrics.window = coverage.window(lo, hi)
             metrics.buffer_gaps, metrics.buffer_idle_us = idle_overlap(
                 request_union, coverage.busy, lo, hi)
             device_end = max([device_end] + [k.end for k in metrics.kernels])
@@ -347,7 +342,7 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
     return StepMetrics(
         name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
         launch_api_us=launch_us, blocking_us=blocking_us,
-        launch_delays_us=delays, n_cpu_ops=len(ops), wall_us=call.dur,
+        launch_delays_us=delays, n_cpu_ops=len(ops),
         kernels=kernels, op_events=ops, runtime=runtime,
         first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),
         host=host, unlinked=len(unlinked), flush=flush if mine else None,

@@ -28,7 +28,7 @@ def profiler_flush(ctx: FindingContext):
         return
     steps = ctx.profile.steps
     holder = next((s for s in steps if s.flush is flush.call), None)
-    windows = [s.wall_us for s in steps if s.wall_us > 0]
+    windows = [s.window_us for s in steps if s.window_us > 0]
     median = statistics.median(windows) if windows else 0.0
     if holder is None and (flush.us < FLUSH_NOTE_US or flush.us < FLUSH_SHARE * median):
         return

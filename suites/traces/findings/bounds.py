@@ -1,13 +1,14 @@
-"""Where a step's time goes: the primary verdict (verdict.py) stated with its numbers, the steps
+"""Where a step's time goes: the primary bound (step_bound.py) stated with its numbers, the steps
 that differ from it, and what else stands out (one kernel taking most of the device time,
-communication, one-time set-up that is not the primary verdict)."""
+communication, one-time set-up that is not the primary bound)."""
 from __future__ import annotations
 
 from collections import defaultdict
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
-from suites.traces.findings.step_bound import DEVICE, Primary, Verdict, duration, host_side, primary
+from suites.traces.findings.step_bound import (DEVICE, PrimaryBound, StepBound, duration,
+                                                host_side, primary_bound)
 from suites.traces.device_time import GPU, HOST_ONLY, kernel_us, unread_device_categories
 from suites.traces.gpu_timeline import kind
 from suites.traces.op_kinds import is_copy_api, is_sync_api
@@ -16,38 +17,39 @@ DOMINANT_SHARE = 0.5  # one kernel's share of the device time
 COMM_SHARE = 0.2  # communication's share of the busy time
 IDLE_SHARE = 0.2  # idle share of a device-bound step's window worth a note
 SHOWN_OTHERS = 4
-# Verdicts that say the hardware is doing the work (info), not that time is lost (notice).
+# Bounds that say the hardware is doing the work (info), not that time is lost (notice).
 WORK_CODES = (Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND, Code.COPY_BOUND)
 
 
-def profile_primary(ctx: FindingContext) -> Primary | None:
-    """The profile's primary verdict, computed once per profile (several detectors ask)."""
+def profile_bound(ctx: FindingContext) -> PrimaryBound | None:
+    """The profile's primary bound, computed once per profile (several detectors ask)."""
     profile = ctx.profile
     if profile is None:
         return None
-    return profile._memo("primary", lambda: primary(profile.steps, profile.analysis.mode))
+    return profile._memo("primary_bound",
+                         lambda: primary_bound(profile.steps, profile.analysis.mode))
 
 
-def _statement(v: Verdict, step, ctx: FindingContext) -> tuple[Code, str]:
+def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
     what = "call" if ctx.row is not None else "step"
-    p = v.parts
-    if v.code == Code.COMPUTE_BOUND:
+    p = b.parts
+    if b.code == Code.COMPUTE_BOUND:
         work = "device work" if ctx.on_gpu else "compute work (CPU ops that compute)"
-        busy = p["busy"] if ctx.on_gpu else v.us
+        busy = p["busy"] if ctx.on_gpu else b.us
         if ctx.value("roofline_bound") == "memory":
             return Code.MEMORY_BOUND, (
-                f"memory-bound: {work} fills {busy / v.window_us:.0%} of the {what} "
+                f"memory-bound: {work} fills {busy / b.window_us:.0%} of the {what} "
                 f"({busy:.1f} us) and the op does {ctx.value('intensity'):.1f} FLOP per byte, "
                 "under the machine's ridge point")
-        return v.code, (f"compute-bound: {work} fills {busy / v.window_us:.0%} of the {what} "
-                        f"({v.us:.1f} us of computation in a {v.window_us:.1f} us window)")
-    if v.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
-        return v.code, (f"overhead-bound: compute work (CPU ops that compute) is "
-                        f"{p['CPU compute']:.1f} us of a {v.window_us:.1f} us {what} "
-                        f"({p['CPU compute'] / v.window_us:.0%}); the rest is Python and dispatch")
-    if v.code == Code.OVERHEAD_BOUND:
-        return v.code, (f"overhead-bound: the GPU waited for the host {p['host wait']:.1f} us of "
-                        f"the {what}'s {v.window_us:.1f} us ({p['host wait'] / v.window_us:.0%}; "
+        return b.code, (f"compute-bound: {work} fills {busy / b.window_us:.0%} of the {what} "
+                        f"({b.us:.1f} us of computation in a {b.window_us:.1f} us window)")
+    if b.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
+        return b.code, (f"overhead-bound: compute work (CPU ops that compute) is "
+                        f"{p['CPU compute']:.1f} us of a {b.window_us:.1f} us {what} "
+                        f"({p['CPU compute'] / b.window_us:.0%}); the rest is Python and dispatch")
+    if b.code == Code.OVERHEAD_BOUND:
+        return b.code, (f"overhead-bound: the GPU waited for the host {p['host wait']:.1f} us of "
+                        f"the {what}'s {b.window_us:.1f} us ({p['host wait'] / b.window_us:.0%}; "
                         f"busy {p['busy']:.1f} us); the host's time is Python, dispatch and "
                         f"launch calls, nothing else stands out")
     words = {
@@ -59,11 +61,11 @@ def _statement(v: Verdict, step, ctx: FindingContext) -> tuple[Code, str]:
         Code.DATA_BOUND: "data-loading-bound: DataLoader ranges take",
         Code.INIT_BOUND: "initialisation-bound: one-time set-up calls (context creation, device "
                          "queries, module loading) take",
-    }[v.code]
-    said = f"{words} {duration(v.us)} of the {duration(v.window_us)} {what} ({v.share:.0%})"
-    if v.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
-        said += _longest(step, v.code)
-    return v.code, said
+    }[b.code]
+    said = f"{words} {duration(b.us)} of the {duration(b.window_us)} {what} ({b.share:.0%})"
+    if b.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
+        said += _longest(step, b.code)
+    return b.code, said
 
 
 def _longest(step, code: Code) -> str:
@@ -72,7 +74,7 @@ def _longest(step, code: Code) -> str:
         calls = step.host.init_calls
     else:
         calls = [c for c in step.runtime if (is_sync_api(c.name) or is_copy_api(c.name))
-                 and c is not step.flush]  # the profiler's flush is not the step's (verdict.py)
+                 and c is not step.flush]  # the profiler's flush is not the step's (step_bound)
     if not calls:
         return ""
     top = max(calls, key=lambda c: c.dur)
@@ -80,25 +82,25 @@ def _longest(step, code: Code) -> str:
     return f"; the longest: {top.name}{inside}, {duration(top.dur)}"
 
 
-def _evidence(v: Verdict, step_name: str) -> dict:
-    return {"step": step_name, "verdict": f"{v.side}-bound: {v.kind}", "window_us": v.window_us,
-            **{f"{k.replace(' ', '_')}_us": us for k, us in v.parts.items()}}
+def _evidence(b: StepBound, step_name: str) -> dict:
+    return {"step": step_name, "verdict": f"{b.side}-bound: {b.kind}", "window_us": b.window_us,
+            **{f"{k.replace(' ', '_')}_us": us for k, us in b.parts.items()}}
 
 
 def bound(ctx: FindingContext):
-    found = profile_primary(ctx)
+    found = profile_bound(ctx)
     if found is None:
         yield from _no_verdict(ctx)
         return
-    code, statement = _statement(found.verdict, found.step, ctx)
-    if found.steps < found.of:  # the steps disagree: say how many share the verdict
+    code, statement = _statement(found.bound, found.step, ctx)
+    if found.steps < found.of:  # the steps disagree: say how many share the bound
         statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
     severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE
-    yield Finding(code, severity, statement, _evidence(found.verdict, found.step.name))
+    yield Finding(code, severity, statement, _evidence(found.bound, found.step.name))
     if found.others:
         kinds = defaultdict(list)
-        for name, v in found.others:
-            kinds[f"{v.side}-bound ({v.kind})"].append((name, v))
+        for name, b in found.others:
+            kinds[f"{b.side}-bound ({b.kind})"].append((name, b))
         parts = [f"{label} in {len(steps)} ({', '.join(n for n, _ in steps[:SHOWN_OTHERS])}"
                  f"{', ...' if len(steps) > SHOWN_OTHERS else ''}; e.g. {duration(steps[0][1].us)} "
                  f"of {duration(steps[0][1].window_us)})" for label, steps in kinds.items()]
@@ -108,7 +110,8 @@ def bound(ctx: FindingContext):
 
 
 def _no_verdict(ctx: FindingContext):
-    """Why no step got a verdict: the device's side of the trace is missing, or its host's."""
+    """The no_verdict finding: why no step got a bound (the device's side of the trace is
+    missing, or its host's)."""
     if ctx.profile is None:
         return
     if ctx.profile.analysis.mode == GPU:
@@ -126,13 +129,13 @@ def _no_verdict(ctx: FindingContext):
 
 
 def _no_host_side(ctx: FindingContext):
-    """GPU steps with no verdict: mostly idle, and the trace has no host side to say why."""
+    """GPU steps with no bound: mostly idle, and the trace has no host side to say why."""
     blind = [s for s in ctx.profile.steps
-             if s.window is not None and s.window.window_us > 0 and not host_side(s)]
+             if s.window is not None and s.window_us > 0 and not host_side(s)]
     if not blind:
         return
     idle = sum(s.window.host_wait_us for s in blind)
-    window = sum(s.window.window_us for s in blind)
+    window = sum(s.window_us for s in blind)
     yield Finding(Code.NO_VERDICT, Severity.WARNING,
                   f"no verdict: the trace has device activities but no host side ({len(blind)} "
                   f"step(s) with no runtime calls and no launch linked to their "
@@ -160,8 +163,8 @@ def dominant_kernel(ctx: FindingContext):
 
 
 def comm_share(ctx: FindingContext):
-    found = profile_primary(ctx)
-    if found is None or not ctx.on_gpu or found.verdict.code == Code.COMM_BOUND:
+    found = profile_bound(ctx)
+    if found is None or not ctx.on_gpu or found.bound.code == Code.COMM_BOUND:
         return
     comm = busy = 0.0
     for step in ctx.profile.steps:
@@ -170,15 +173,15 @@ def comm_share(ctx: FindingContext):
             comm += sum(kernel_us(k, True) for k in step.kernels if kind(k) == "communication")
     if busy > 0 and comm > COMM_SHARE * busy:
         yield Finding(Code.COMM_SHARE, Severity.NOTICE,
-                      f"communication kernels run {duration(comm)} against {duration(busy)} of busy "
-                      f"device time ({comm / busy:.0%}, overlapped or not): collectives are a "
+                      f"communication kernels run {duration(comm)} against {duration(busy)} of "
+                      f"busy device time ({comm / busy:.0%}, overlapped or not): collectives are a "
                       "large part of the work", {"comm_us": comm, "busy_us": busy})
 
 
 def idle_gaps(ctx: FindingContext):
     """A device-bound step can still idle: say how much, on what, and the longest gap."""
-    found = profile_primary(ctx)
-    if found is None or not ctx.on_gpu or found.verdict.side != DEVICE:
+    found = profile_bound(ctx)
+    if found is None or not ctx.on_gpu or found.bound.side != DEVICE:
         return
     w = found.step.window
     # Idle during the profiler's buffer requests is the profiler's (profiler_buffer_gaps).
@@ -221,9 +224,9 @@ def _overlaps(lo: float, hi: float, intervals) -> bool:
 
 
 def one_time_setup(ctx: FindingContext):
-    """Set-up calls that are not the primary verdict still cost their time once."""
-    found = profile_primary(ctx)
-    if ctx.profile is None or (found is not None and found.verdict.code == Code.INIT_BOUND):
+    """Set-up calls that are not the primary bound still cost their time once."""
+    found = profile_bound(ctx)
+    if ctx.profile is None or (found is not None and found.bound.code == Code.INIT_BOUND):
         return
     calls = [c for s in ctx.profile.steps for c in s.host.init_calls]
     if calls:

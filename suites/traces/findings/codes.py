@@ -4,7 +4,7 @@ from enum import StrEnum
 
 
 class Code(StrEnum):
-    # where a step's time goes: one primary verdict each (verdict.py, bounds.py)
+    # what bounds a step: one each (step_bound.py, bounds.py)
     OVERHEAD_BOUND = "overhead_bound"
     COMPUTE_BOUND = "compute_bound"
     MEMORY_BOUND = "memory_bound"
@@ -14,7 +14,8 @@ class Code(StrEnum):
     SYNC_BOUND = "sync_bound"
     DATA_BOUND = "data_bound"
     INIT_BOUND = "init_bound"
-    NO_VERDICT = "no_verdict"  # a trace without the device's activities, or without the host's
+    # no bound: a trace without the device's activities, or without the host's
+    NO_VERDICT = "no_verdict"
     # what else a step shows (bounds.py)
     STEPS_DIFFER = "steps_differ"
     DOMINANT_KERNEL = "dominant_kernel"
@@ -49,12 +50,12 @@ class Code(StrEnum):
     # what the profiler itself put in the trace (artifacts.py)
     PROFILER_FLUSH = "profiler_flush"
     PROFILER_BUFFER_GAPS = "profiler_buffer_gaps"
-    # the op tree of a call (op_trees.py)
+    # the op tree of a call (tree.py)
     OP_TREE_DIFF = "op_tree_diff"
     FAT_LEAF_OP = "fat_leaf_op"
     # timing (noise.py)
     NOISY_TIMING = "noisy_timing"
-    # across a row's passes and rounds, after the sweep (rows.py)
+    # across a row's passes and rounds, after the sweep (measured.py)
     ABOVE_PEAK = "above_peak"
     PASSES_DISAGREE = "passes_disagree"
     KERNEL_SPEEDUP_DIFFERS = "kernel_speedup_differs"
@@ -67,7 +68,7 @@ class Severity(StrEnum):
     WARNING = "warning"  # costs time, or a number is not to be trusted
 
 
-# The primary verdicts: a profile gets exactly one of these.
+# What bounds a profile's steps (its primary bound): a profile gets exactly one of these.
 BOUND_CODES = (Code.OVERHEAD_BOUND, Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND,
                Code.COPY_BOUND, Code.DEVICE_WAIT, Code.SYNC_BOUND, Code.DATA_BOUND,
                Code.INIT_BOUND)

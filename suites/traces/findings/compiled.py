@@ -19,7 +19,8 @@ def compile_host_overhead(ctx: FindingContext):
     if not ctx.is_compiled or ctx.baseline_row is None:
         return
     host, base = ctx.metric("host_us"), ctx.baseline_value("host_us")
-    if not (host == host and base == base) or host - base < max(EXTRA_HOST_US, EXTRA_HOST_SHARE * base):
+    if not (host == host and base == base) or (
+            host - base < max(EXTRA_HOST_US, EXTRA_HOST_SHARE * base)):
         return
     ops = ctx.profile.ops_per_call()
     wrapper = {k: v for k, v in ops.items() if k.startswith(("TorchDynamo", "Torch-Compiled"))}

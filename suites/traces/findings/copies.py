@@ -73,7 +73,7 @@ def _copies_by_origin(profile):
     copies_us = busy_us = 0.0
     kinds: Counter = Counter()
     origins: dict[str, float] = defaultdict(float)
-    origin_of = profile.analysis.copy_origins  # trace_analysis.copy_origin
+    origin_of = profile.analysis.copy_origins  # steps.copy_origin
     for step in profile.steps:
         if step.window is not None:
             busy_us += step.window.busy_us

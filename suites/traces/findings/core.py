@@ -1,15 +1,38 @@
-"""A Finding, and the context a detector reads: a profile, and for suite runs the typed row
-and the baseline's. Detectors live in their own modules; detectors.py lists them."""
+"""A Finding, and the context a detector reads: a profile, and for suite runs the row's column
+values and the baseline's. Detectors live in their own modules; detectors.py lists them.
+
+A row is a mapping of column name -> value (suites/results/columns.py names them), as
+`ResultRow.record()` or a measurements.csv row gives it, so the engine needs nothing of the
+harness or the results tables to run."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import on_gpu
-from suites.results.columns import empty
-from suites.results.row import NAN, ResultRow
+from suites.results.columns import Status, column, empty
+
+NAN = float("nan")
+Row = Mapping[str, object]  # column name -> value: one row of measurements.csv
+
+
+def column_value(row: Row | None, name: str):
+    """A column of a row; NaN (a number) or None (text) where the row has no value: the key is
+    missing, None, or NaN (pandas reads an empty text cell as NaN). A name that is no column
+    is an error, so a typo cannot pass for a missing value."""
+    column(name)
+    value = row.get(name) if row is not None else None
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return empty(name)
+    return value
+
+
+def is_ok(row: Row) -> bool:
+    """Whether the row ran and passed (status ok): only such a row's figures are results."""
+    return column_value(row, "status") == Status.OK
 
 
 @dataclass(frozen=True)
@@ -39,8 +62,8 @@ class FindingContext:
     """What a detector may look at: a profile, and for suite runs the row and the baseline's."""
 
     profile: CallProfile | None
-    row: ResultRow | None = None
-    baseline_row: ResultRow | None = None
+    row: Row | None = None  # column values (module docstring)
+    baseline_row: Row | None = None
     baseline_profile: CallProfile | None = None
     dtype: str | None = None  # a suite row's dtype; for any other trace, what the user says
 
@@ -51,8 +74,9 @@ class FindingContext:
 
     @property
     def is_compiled(self) -> bool:
-        if self.row is not None and self.row.family:
-            return self.row.family == "compile"
+        family = self.value("family")
+        if family:
+            return family == "compile"
         ops = self.profile.ops_per_call() if self.profile else {}
         return any(name.startswith("Torch-Compiled Region") for name in ops)
 
@@ -62,10 +86,10 @@ class FindingContext:
 
     def value(self, name: str):
         """A column of the row (suites/results/columns.py); NaN or None where it has none."""
-        return self.row.value(name) if self.row is not None else empty(name)
+        return column_value(self.row, name)
 
     def baseline_value(self, name: str):
-        return self.baseline_row.value(name) if self.baseline_row is not None else empty(name)
+        return column_value(self.baseline_row, name)
 
     def metric(self, name: str) -> float:
         """A profile metric: from the row where it has it, else from the profile."""

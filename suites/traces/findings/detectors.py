@@ -7,9 +7,9 @@ from suites.traces.findings import (artifacts, bounds, compiled, copies, fusion,
                                     timeline)
 from suites.traces.findings import tree as op_trees
 from suites.traces.findings import gemms, occupancy
-from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.findings.core import Finding, FindingContext, Row, column_value, is_ok
 from suites.traces.call_profile import CallProfile
-from suites.results.row import ResultRow
+from suites.results.columns import KEY
 
 Detector = Callable[[FindingContext], Iterable[Finding]]
 
@@ -33,13 +33,20 @@ def run_detectors(ctx: FindingContext) -> list[Finding]:
     return [finding for detect in DETECTORS for finding in detect(ctx)]
 
 
-def find_all(row: ResultRow, profile: CallProfile | None, baseline_row: ResultRow | None,
+def find_all(row: Row, profile: CallProfile | None, baseline_row: Row | None,
              baseline_profile: CallProfile | None) -> list[dict]:
-    """Findings of one suite row, as findings.csv rows (only rows that ran have a profile)."""
-    if not row.ok or profile is None:
+    """Findings of one suite row (its column values), as findings.csv rows (only rows that ran
+    have a profile). The baseline's own row is judged without a baseline."""
+    if not is_ok(row) or profile is None:
         return []
-    own = baseline_row is row
+    own = baseline_row is not None and _same_row(row, baseline_row)
     ctx = FindingContext(profile=profile, row=row,
                          baseline_row=None if own else baseline_row,
-                         baseline_profile=None if own else baseline_profile, dtype=row.dtype)
+                         baseline_profile=None if own else baseline_profile,
+                         dtype=column_value(row, "dtype"))
     return [f.as_row() for f in run_detectors(ctx)]
+
+
+def _same_row(a: Row, b: Row) -> bool:
+    """Whether two rows are one (case, variant) of one suite: measurements.csv's key."""
+    return all(column_value(a, name) == column_value(b, name) for name in KEY)

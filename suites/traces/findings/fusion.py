@@ -14,8 +14,9 @@ def dispatcher_fusion(ctx: FindingContext):
     base, ops = ctx.baseline_profile.ops_per_call(), ctx.profile.ops_per_call()
     if "aten::mm" not in base or "aten::add" not in base:
         return
-    evidence = {"addmm_per_call": ops.get("aten::addmm", 0.0), "mm_per_call": ops.get("aten::mm", 0.0),
-                "baseline_mm_per_call": base["aten::mm"], "baseline_add_per_call": base["aten::add"]}
+    evidence = {"addmm_per_call": ops.get("aten::addmm", 0.0),
+                "mm_per_call": ops.get("aten::mm", 0.0), "baseline_mm_per_call": base["aten::mm"],
+                "baseline_add_per_call": base["aten::add"]}
     if "aten::addmm" in ops and "aten::mm" not in ops:
         yield Finding(Code.DISPATCHER_FUSION, Severity.INFO,
                       "aten::addmm replaced aten::mm + aten::add (the bias add moved into the GEMM "
@@ -39,7 +40,8 @@ def kernels_per_call(ctx: FindingContext):
         return
     fell = after < before
     direction = "fell" if fell else "rose"
-    fused = sorted({k["kernel"] for k in ctx.profile.kernel_rows() if FUSED_KERNEL.search(k["kernel"])})
+    fused = sorted({k["kernel"] for k in ctx.profile.kernel_rows()
+                    if FUSED_KERNEL.search(k["kernel"])})
     detail = f"; fused kernels: {', '.join(fused)}" if fused else ""
     yield Finding(Code.KERNELS_FELL if fell else Code.KERNELS_ROSE,
                   Severity.INFO if fell else Severity.NOTICE,

@@ -58,7 +58,8 @@ def tensor_cores_unused(ctx: FindingContext):
     if rows:
         us = sum(k["total_us_per_call"] for k in rows)
         yield Finding(Code.TENSOR_CORES_UNUSED, Severity.WARNING,
-                      f"single-precision GEMM kernels in a {ctx.dtype} run ({rows[0]['kernel'][:50]}"
+                      f"single-precision GEMM kernels in a {ctx.dtype} run "
+                      f"({rows[0]['kernel'][:50]}"
                       f"{', ...' if len(rows) > 1 else ''}, {us:.1f} us per call): that work "
                       "runs on CUDA cores, not tensor cores; look for a float32 upcast",
                       {"sgemm_kernels": len(rows), "sgemm_us": us})
@@ -80,7 +81,8 @@ def inductor_kernels(ctx: FindingContext):
     same against their baseline in kernels_fell / kernels_rose)."""
     if ctx.profile is None or ctx.baseline_row is not None:
         return
-    names = sorted({k["kernel"] for k in ctx.profile.kernel_rows() if FUSED_KERNEL.search(k["kernel"])})
+    names = sorted({k["kernel"] for k in ctx.profile.kernel_rows()
+                    if FUSED_KERNEL.search(k["kernel"])})
     if names:
         yield Finding(Code.INDUCTOR_KERNELS, Severity.INFO,
                       f"Inductor-generated fused kernels: {', '.join(names[:5])}"

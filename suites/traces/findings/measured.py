@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 
 from suites.traces.findings.codes import Code, Severity
-from suites.traces.findings.core import Finding
-from suites.results.row import ResultRow
+from suites.traces.findings.core import Finding, Row, column_value, is_ok
 
 PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
 DISAGREE_FACTOR = 1.5
@@ -29,14 +28,14 @@ def _finite(*values) -> bool:
     return all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values)
 
 
-def above_peak(row: ResultRow):
-    pct = row.value("pct_peak")
-    if row.ok and _finite(pct) and pct > PEAK_SLACK:
+def above_peak(row: Row):
+    pct = column_value(row, "pct_peak")
+    if is_ok(row) and _finite(pct) and pct > PEAK_SLACK:
         yield Finding(Code.ABOVE_PEAK, Severity.WARNING,
                       f"{pct:.0f}% of the measured roofline: faster than the peaks allow, so the "
                       "peak probe read low (a busy machine) or the op's model undercounts the "
                       "work; do not read this % roofline as an efficiency",
-                      {"pct_peak": pct, "tflops": row.value("tflops")})
+                      {"pct_peak": pct, "tflops": column_value(row, "tflops")})
 
 
 def _apart(a, b) -> float:
@@ -46,8 +45,8 @@ def _apart(a, b) -> float:
     return max(a / b, b / a)
 
 
-def passes_disagree(row: ResultRow):
-    speedup, ratio = row.speedup, row.device_ratio
+def passes_disagree(row: Row):
+    speedup, ratio = column_value(row, "speedup"), column_value(row, "device_ratio")
     apart = _apart(speedup, ratio)
     if apart > DISAGREE_FACTOR:
         yield Finding(Code.PASSES_DISAGREE, Severity.WARNING,
@@ -58,22 +57,23 @@ def passes_disagree(row: ResultRow):
                       {"speedup": speedup, "device_ratio": ratio})
 
 
-def kernel_speedup_differs(row: ResultRow):
-    speedup, kernels = row.speedup, row.kernel_speedup
+def kernel_speedup_differs(row: Row):
+    speedup, kernels = column_value(row, "speedup"), column_value(row, "kernel_speedup")
     apart = _apart(speedup, kernels)
-    if row.ok and apart > HOST_PATH_FACTOR:
+    if is_ok(row) and apart > HOST_PATH_FACTOR:
         yield Finding(Code.KERNEL_SPEEDUP_DIFFERS, Severity.NOTICE,
                       f"the kernels alone give {kernels:.3g}x but a call's latency {speedup:.3g}x "
                       f"({apart:.2f}x apart): the host path of a call (Python, the wrapper's "
                       "checks, the launches) makes the difference; the kernel speedup judges the "
                       "kernels, the speedup what a caller waits for",
                       {"speedup": speedup, "kernel_speedup": kernels,
-                       "kernel_us": row.kernel_us, "median_us": row.value("median_us")})
+                       "kernel_us": column_value(row, "kernel_us"),
+                       "median_us": column_value(row, "median_us")})
 
 
-def rounds_dropped(row: ResultRow):
-    dropped, used = row.value("rounds_dropped"), row.value("rounds")
-    if row.ok and _finite(dropped, used) and dropped > 0:
+def rounds_dropped(row: Row):
+    dropped, used = column_value(row, "rounds_dropped"), column_value(row, "rounds")
+    if is_ok(row) and _finite(dropped, used) and dropped > 0:
         yield Finding(Code.ROUNDS_DROPPED, Severity.NOTICE,
                       f"{dropped:.0f} timing round(s) were not clean and were left out; the "
                       f"figures come from {used:.0f} clean round(s) (rounds.csv says why)",
@@ -87,13 +87,14 @@ ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
              Code.ROUNDS_DROPPED)
 
 
-def row_findings(rows: list[ResultRow], suite: str, baseline: str) -> list[dict]:
-    """findings.csv rows for every row the detectors flag."""
+def row_findings(rows: list[Row], suite: str, baseline: str) -> list[dict]:
+    """findings.csv rows for every row (its column values) the detectors flag."""
     out = []
     for row in rows:
+        case_id, variant = column_value(row, "case_id"), column_value(row, "variant")
         for detector in ROW_DETECTORS:
-            if detector in AGAINST_BASELINE and row.variant == baseline:
+            if detector in AGAINST_BASELINE and variant == baseline:
                 continue
-            out += [{"suite": suite, "case_id": row.case_id, "variant": row.variant,
+            out += [{"suite": suite, "case_id": case_id, "variant": variant,
                      **f.as_row()} for f in detector(row)]
     return out

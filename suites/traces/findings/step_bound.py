@@ -1,4 +1,7 @@
-"""One primary verdict per step, from one decision tree, with the numbers that decided it.
+"""What bounds each step: one bound per step (the host or the device, and on what), from one
+decision tree, with the numbers that decided it; and the primary bound, the one most steps
+share. (The word in steps.csv and in the findings' evidence is `verdict`; it is not a report's
+faster/slower class.)
 
 A GPU step is judged in its device window W (suites/traces/step_window.py):
 
@@ -16,9 +19,9 @@ A GPU step is judged in its device window W (suites/traces/step_window.py):
 A CPU step (the device is the CPU: compute ops are its kernels) is judged in its span: the
 largest of the compute ops' self time (CPU compute), host collectives, data loading, set-up
 calls and the rest (overhead: Python and dispatch). A host-only trace (a device whose activities
-the trace lacks) gets no verdict, nor a GPU step mostly idle whose host side the trace lacks (no
+the trace lacks) gets no bound, nor a GPU step mostly idle whose host side the trace lacks (no
 runtime calls, no launches linked): why the device waited cannot be told. Every step with a
-verdict gets exactly one code of PRIMARY_CODES.
+bound gets exactly one code of BOUND_CODES.
 """
 from __future__ import annotations
 
@@ -36,12 +39,14 @@ HOST, DEVICE = "host", "device"
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StepBound:
+    """What bounds one step, and the numbers that decided it."""
+
     code: Code
     side: str  # host | device
     kind: str  # what it is bound on, in words
     us: float  # the deciding part
-    window_us: float
+    window_us: float  # the step's window it was judged in (StepMetrics.window_us)
     parts: dict  # name -> us: every part the decision compared
 
     @property
@@ -58,14 +63,14 @@ _KIND_CODES = {
 }
 
 
-def _verdict(side: str, parts: dict, window_us: float, among: tuple[str, ...]) -> Verdict:
+def _bound(side: str, parts: dict, window_us: float, among: tuple[str, ...]) -> StepBound:
     kind = max(among, key=lambda k: parts[k])  # ties: the first named
-    return Verdict(_KIND_CODES[kind], side, kind, parts[kind], window_us, parts)
+    return StepBound(_KIND_CODES[kind], side, kind, parts[kind], window_us, parts)
 
 
 def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
     """The host's named parts in a step, and what is left of `span` after them. The profiler's
-    flush (profiler_artifacts.py) is none of them, nor in the rest: stated, never a verdict."""
+    flush (profiler_artifacts.py) is none of them, nor in the rest: stated, never a bound."""
     host = step.host
     parts = {"initialisation": host.init_us, "sync": step.blocking_us,
              "data loading": host.data_us, "CPU collectives": host.collective_us}
@@ -75,38 +80,39 @@ def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
     return parts, rest
 
 
-def step_verdict(step: StepMetrics, mode: str) -> Verdict | None:
+def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     if mode == HOST_ONLY:
         return None
+    span = step.window_us  # the window a step is judged in (StepMetrics.window_us)
     if mode != GPU:
-        if step.wall_us <= 0:
+        if span <= 0:
             return None
-        parts, rest = _host_parts(step, step.wall_us - step.device_us)
+        parts, rest = _host_parts(step, span - step.device_us)
         parts = {"CPU compute": step.device_us, **parts, "overhead": rest}
         parts.pop("sync")
         parts.pop("profiler flush", None)  # a device sync: never in a CPU trace's steps
-        return _verdict(HOST, parts, step.wall_us, tuple(parts))
+        return _bound(HOST, parts, span, tuple(parts))
     w = step.window
-    if w is None or w.window_us <= 0:
+    if w is None or span <= 0:
         return None
-    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us and not host_side(step):
+    if w.host_wait_us >= HOST_BOUND_SHARE * span and not host_side(step):
         return None  # idle, and no launch to say whether the host or something else held it
     device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
               "memory copies": w.exposed_memcpy_us}
     timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
-    if w.host_wait_us >= HOST_BOUND_SHARE * w.window_us:
+    if w.host_wait_us >= HOST_BOUND_SHARE * span:
         parts, rest = _host_parts(step, step.host_us)
         parts = {**parts, "launch": rest, **timing}
-        return _verdict(HOST, parts, w.window_us,
+        return _bound(HOST, parts, span,
                         ("initialisation", "sync", "data loading", "CPU collectives", "launch"))
     if w.queued_idle_us > w.busy_us:
         parts = {**device, **timing, "sync": step.blocking_us, "waiting": w.queued_idle_us}
         if step.flush_us > 0:  # not in "sync": the profiler's (profiler_artifacts.py)
             parts["profiler flush"] = step.flush_us
-        if step.blocking_us >= HOST_BOUND_SHARE * w.window_us:
-            return _verdict(HOST, parts, w.window_us, ("sync",))
-        return _verdict(DEVICE, parts, w.window_us, ("waiting",))
-    return _verdict(DEVICE, {**device, **timing}, w.window_us, tuple(device))
+        if step.blocking_us >= HOST_BOUND_SHARE * span:
+            return _bound(HOST, parts, span, ("sync",))
+        return _bound(DEVICE, parts, span, ("waiting",))
+    return _bound(DEVICE, {**device, **timing}, span, tuple(device))
 
 
 def host_side(step: StepMetrics) -> bool:
@@ -117,28 +123,28 @@ def host_side(step: StepMetrics) -> bool:
 
 
 @dataclass(frozen=True)
-class Primary:
-    """The verdict most steps share, one step that shows it, and the steps that differ."""
-    verdict: Verdict
+class PrimaryBound:
+    """The bound most steps share, one step that shows it, and the steps that differ."""
+    bound: StepBound
     step: StepMetrics
-    steps: int  # steps with this verdict's code
-    of: int  # steps with a verdict
-    others: list  # [(step name, Verdict)] of the steps whose code differs
+    steps: int  # steps with this bound's code
+    of: int  # steps with a bound
+    others: list  # [(step name, StepBound)] of the steps whose code differs
 
 
-def primary(steps: list[StepMetrics], mode: str) -> Primary | None:
-    judged = [(s, v) for s in steps if (v := step_verdict(s, mode)) is not None]
+def primary_bound(steps: list[StepMetrics], mode: str) -> PrimaryBound | None:
+    judged = [(s, b) for s in steps if (b := step_bound(s, mode)) is not None]
     if not judged:
         return None
-    counts = Counter(v.code for _, v in judged)
+    counts = Counter(b.code for _, b in judged)
     time = Counter()
-    for _, v in judged:
-        time[v.code] += v.window_us
+    for _, b in judged:
+        time[b.code] += b.window_us
     code = max(counts, key=lambda c: (counts[c], time[c]))  # most steps; then most time
-    mine = sorted(((s, v) for s, v in judged if v.code == code), key=lambda sv: sv[1].window_us)
-    step, verdict = mine[len(mine) // 2]  # the median step of the verdict
-    return Primary(verdict, step, len(mine), len(judged),
-                   [(s.name, v) for s, v in judged if v.code != code])
+    mine = sorted(((s, b) for s, b in judged if b.code == code), key=lambda sb: sb[1].window_us)
+    step, bound = mine[len(mine) // 2]  # the median step of the bound
+    return PrimaryBound(bound, step, len(mine), len(judged),
+                        [(s.name, b) for s, b in judged if b.code != code])
 
 
 def duration(us: float) -> str:

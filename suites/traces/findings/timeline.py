@@ -6,7 +6,7 @@ import statistics
 from collections import defaultdict
 
 from suites.traces.findings.codes import Code, Severity
-from suites.traces.findings.bounds import profile_primary
+from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.step_bound import DEVICE
 from suites.traces.device_time import kernel_us
@@ -22,7 +22,7 @@ def cold_start(ctx: FindingContext):
     steps = ctx.profile.steps if ctx.profile else []
     if len(steps) < 3:
         return
-    first, rest = steps[0].wall_us, statistics.median(s.wall_us for s in steps[1:])
+    first, rest = steps[0].window_us, statistics.median(s.window_us for s in steps[1:])
     if rest > 0 and first > COLD_FACTOR * rest:
         yield Finding(Code.COLD_START, Severity.NOTICE,
                       f"cold start: the first step ({steps[0].name}) takes {first:.0f} us, "
@@ -60,17 +60,18 @@ def kernel_variance(ctx: FindingContext):
         cv = statistics.pstdev(times) / mean
         if cv > VARIANCE_CV:
             yield Finding(Code.KERNEL_VARIANCE, Severity.WARNING,
-                          f"{_short(name)} varies across steps: {min(times):.1f} to {max(times):.1f} "
+                          f"{_short(name)} varies across steps: {min(times):.1f} to "
+                          f"{max(times):.1f} "
                           f"us (CV {cv:.0%}); clocks, contention or data-dependent work",
                           {"kernel": _short(name), "cv": cv, "min_us": min(times),
                            "max_us": max(times)})
 
 
 def gpu_queue(ctx: FindingContext):
-    """What the launch delays say, where it agrees with the primary verdict: a full queue only
+    """What the launch delays say, where it agrees with the primary bound: a full queue only
     on a device-bound step, an empty one only on a launch-bound one (a queue full of work the
-    device cannot start, e.g. behind a blocking copy, is the verdict's business, not this)."""
-    found = profile_primary(ctx)
+    device cannot start, e.g. behind a blocking copy, is the bound's business, not this)."""
+    found = profile_bound(ctx)
     if not ctx.on_gpu or found is None:
         return
     delays = [d for s in ctx.profile.steps for d in s.launch_delays_us]
@@ -80,13 +81,13 @@ def gpu_queue(ctx: FindingContext):
     share_now = sum(d <= EMPTY_DELAY_US for d in delays) / len(delays)
     busy = 1.0 - ctx.metric("idle_frac")
     evidence = {"median_launch_delay_us": median, "started_at_once": share_now, "busy_frac": busy}
-    if median >= FULL_DELAY_US and found.verdict.side == DEVICE and (
-            found.verdict.code != Code.DEVICE_WAIT):
+    if median >= FULL_DELAY_US and found.bound.side == DEVICE and (
+            found.bound.code != Code.DEVICE_WAIT):
         yield Finding(Code.QUEUE_FULL, Severity.INFO,
                       f"the GPU queue stays full: kernels wait a median {median:.0f} us after "
                       "their launch returns; the host runs ahead, launch overhead is hidden",
                       evidence)
-    elif share_now >= EMPTY_SHARE and found.verdict.code == Code.OVERHEAD_BOUND:
+    elif share_now >= EMPTY_SHARE and found.bound.code == Code.OVERHEAD_BOUND:
         yield Finding(Code.QUEUE_EMPTY, Severity.NOTICE,
                       f"launch-bound: {share_now:.0%} of kernels start as soon as they are "
                       f"launched and the GPU is busy {busy:.0%} of the time: it waits for the "

@@ -1,5 +1,5 @@
-"""The decision tree (suites/traces/findings/step_bound.py): one primary verdict per step with the numbers
-that decided it, verdicts that exclude each other never together, on synthetic traces of each
+"""The decision tree (suites/traces/findings/step_bound.py): one bound per step with the numbers
+that decided it, bounds that exclude each other never together, on synthetic traces of each
 kind and on the real ones."""
 import itertools
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 
 from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.codes import BOUND_CODES, Code
-from suites.traces.findings.step_bound import step_verdict
+from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
@@ -50,7 +50,7 @@ def primary_codes(found) -> list:
 
 
 def assert_consistent(found):
-    """Exactly one primary verdict; the queue findings never contradict it."""
+    """Exactly one primary bound; the queue findings never contradict it."""
     primary = primary_codes(found)
     assert len(primary) == 1, primary
     if Code.QUEUE_EMPTY in found:
@@ -132,7 +132,7 @@ def test_a_gloo_all_reduce_on_a_cpu_is_communication(tmp_path):
     assert "c10d::allreduce_" not in {k.name for s in prof.steps for k in s.kernels}
 
 
-def test_nccl_kernels_and_pageable_copies_get_their_own_verdicts(tmp_path):
+def test_nccl_kernels_and_pageable_copies_get_their_own_bounds(tmp_path):
     found = findings(profile(gpu_trace(kernel_us=20, kernel_name="ncclDevKernel_AllReduce_Sum"),
                              tmp_path))
     assert Code.COMM_BOUND in found
@@ -151,16 +151,17 @@ def test_a_device_whose_activities_are_not_read_is_never_a_cpu(tmp_path, categor
     prof = profile(events, tmp_path)
     assert prof.analysis.mode == "host-only" and prof.steps[0].n_kernels == 0
     found = findings(prof)
-    assert primary_codes(found) == [Code.NO_VERDICT] and category in found[Code.NO_VERDICT].statement
+    assert primary_codes(found) == [Code.NO_VERDICT]
+    assert category in found[Code.NO_VERDICT].statement
     from suites.traces import command as cli
     assert cli.main([str(tmp_path / "t.json")]) == 0
     out = capsys.readouterr().out
     assert f"1 activities of category {category} not analysed" in out and "host only" in out
 
 
-def test_verdicts_that_exclude_each_other_never_fire_together(tmp_path):
+def test_bounds_that_exclude_each_other_never_fire_together(tmp_path):
     """Every combination of a slow or fast host, a device behind or idle, set-up, a blocking
-    sync, data loading, communication and copies: one primary verdict, and queue findings that
+    sync, data loading, communication and copies: one primary bound, and queue findings that
     agree with it."""
     seen = set()
     kinds = [("gemm", "kernel"), ("ncclDevKernel_AllReduce", "kernel"),
@@ -179,15 +180,15 @@ def test_verdicts_that_exclude_each_other_never_fire_together(tmp_path):
         prof = profile(gpu_trace(kernel_us=kernel_us, kernel_name=name, cat=cat, extra=extra),
                        tmp_path, f"t{i}.json")
         for step in prof.steps:
-            verdict = step_verdict(step, prof.analysis.mode)
-            assert verdict is not None and verdict.code in BOUND_CODES
+            bound = step_bound(step, prof.analysis.mode)
+            assert bound is not None and bound.code in BOUND_CODES
         found = findings(prof)
         assert_consistent(found)
         seen.update(primary_codes(found))
-    assert len(seen) >= 5, seen  # the grid reaches most verdicts
+    assert len(seen) >= 5, seen  # the grid reaches most bounds
 
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
-def test_real_traces_get_one_consistent_verdict(path):
+def test_real_traces_get_one_consistent_bound(path):
     prof = CallProfile(analyze(read_trace(path)))
     assert_consistent(findings(prof))

@@ -1,0 +1,63 @@
+"""Which event ran inside which: events nested by time containment, one thread at a time.
+
+On one thread the profiler records a call's children inside its span, so in nesting order (by
+start, the longer first at equal starts: a parent before its child) the events around an event
+are the open ones that end after it starts: a stack. Every reading of the nesting walks it here,
+in one pass per thread: each op's self time and enclosing op (steps.py), a call's op tree
+(op_tree.py) and the GEMM op around each launch (gemm_rates.py).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Iterable
+
+from suites.traces.events import Event
+
+
+def by_thread(*groups: Iterable[Event]) -> list[list[Event]]:
+    """The groups' events per thread (pid, tid), in the order the threads first appear, each in
+    nesting order; events with equal start and duration keep the order given (an earlier group
+    first: a range before an op, an op before the launch it makes)."""
+    threads: dict = defaultdict(list)
+    for events in groups:
+        for event in events:
+            threads[(event.pid, event.tid)].append(event)
+    for events in threads.values():
+        # Two stable sorts on floats hold far less memory than one on (ts, -dur) tuples for
+        # millions of events.
+        events.sort(key=_minus_dur)
+        events.sort(key=_start)
+    return list(threads.values())
+
+
+def _minus_dur(event: Event) -> float:
+    return -event.dur
+
+
+def _start(event: Event) -> float:
+    return event.ts
+
+
+def nest(events: list[Event], enter: Callable[[Event, list], object],
+         leave: Callable[[object], None] | None = None) -> None:
+    """Walk one thread's events in nesting order (by_thread). `enter(event, frames)` gets the
+    frames of the events open around the event, the innermost last, and returns the event's own
+    frame (what its children will see), or None for an event that holds none (a runtime call
+    among ops). `leave(frame)`, where given, is called once the frame's event has ended: when a
+    later event starts at or after its end, or at the end of the walk, innermost first."""
+    ends: list[float] = []  # of the open frames' events; a stack beside the frames
+    frames: list = []
+    for event in events:
+        start = event.ts
+        while ends and ends[-1] <= start:
+            ends.pop()
+            frame = frames.pop()
+            if leave is not None:
+                leave(frame)
+        frame = enter(event, frames)
+        if frame is not None:
+            ends.append(event.end)
+            frames.append(frame)
+    if leave is not None:
+        while frames:
+            leave(frames.pop())
