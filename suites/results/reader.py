@@ -5,6 +5,8 @@ A RunFolder reads each file once, when first asked for it, and keeps it: run.jso
 state and its schema version), env.json, and the tables, each brought up to this version's
 schema (upgrade.py), checked and typed (table_reading.py). `problems` says, a line each, what
 does not add up in what was read (folder_checks.py): the readers' banner shows those lines.
+`op` is the run's block, a user's own one too (its module imported again from the `op:` its
+run.json's config names, as the run did).
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from typing import Sequence
 
 import pandas as pd
 
+from kernels import registry
+from kernels.base import Op
 from suites.common.errors import InputError
 from suites.results import folder_checks as checks
 from suites.results import table_reading as read
@@ -46,6 +50,38 @@ class RunFolder:
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 self._bytes[name] = None
         return self._bytes[name]
+
+    @cached_property
+    def own_op(self) -> str | None:
+        """The `module:Class` of a user's own block, as the run's config named it; None for a
+        built-in suite."""
+        config = (self.state or {}).get("config")
+        suite = config.get("suite") if isinstance(config, dict) else None
+        reference = suite.get("op") if isinstance(suite, dict) else None
+        return reference if isinstance(reference, str) else None
+
+    def load_own_op(self) -> str | None:
+        """Register a user's block before its rows are read (its module from PYTHONPATH, as the
+        run imported it); what went wrong, in one line, or None."""
+        if self.own_op is None:
+            return None
+        try:
+            registry.load_op(self.own_op)
+        except registry.OpLoadError as exc:
+            return f"{self.folder}: suite.{exc}"
+        return None
+
+    @cached_property
+    def op(self) -> Op:
+        """The run's block: a built-in one, or the user's block its config names."""
+        frame = self.measurements
+        suite = self.env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
+        if problem := self.load_own_op():
+            raise InputError(problem)
+        try:
+            return registry.get_op(suite)
+        except registry.UnknownNameError as exc:
+            raise InputError(f"{self.folder}: {exc}") from None
 
     @cached_property
     def state(self) -> dict | None:

@@ -74,7 +74,9 @@ def _created(env: dict) -> dt.datetime | None:
 def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
     files = read_run(path, REQUIRED, samples=False)
     rows, env = files.measurements, files.env  # no env: no peaks, no reference, oldest in dedup
-    run = Run(path, env, _created(env), param_columns(rows), files.state, files.problems)
+    # A user's own block: registered from its run's config, or its rows are left out and said.
+    problems = files.problems + [p for p in [files.load_own_op()] if p]
+    run = Run(path, env, _created(env), param_columns(rows), files.state, problems)
     return run, rows.assign(run=str(path), created=run.created, machine=machine(env))
 
 

@@ -117,11 +117,7 @@ def write_report(run_dir: Path) -> Path:
     python -m suites.report <run folder>."""
     run = RunFolder(run_dir)
     run_dir, frame, findings, env = run.folder, run.measurements, run.findings, run.env
-    suite = env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
-    try:
-        op = registry.get_op(suite)
-    except registry.UnknownNameError as exc:
-        raise InputError(f"{run_dir}: {exc}") from None
+    op = run.op
     if frame.empty:
         raise InputError(f"{run_dir / MEASUREMENTS_CSV}: no rows: nothing to report")
     if lacking := [c for c in ("variant", "family", "dtype", *op.params) if c not in frame]:
