@@ -1,4 +1,4 @@
-"""`python -m suites.analyze` and `fusebench-analyze`: the command is suites/traces/command.py."""
+"""`python -m suites.analyze`, `fusebench-analyze`: suites/traces/command.py."""
 import sys
 
 from suites.traces.command import main

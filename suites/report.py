@@ -1,4 +1,4 @@
-"""`python -m suites.report` and `fusebench-report`: the command is suites/reports/run/command.py."""
+"""`python -m suites.report`, `fusebench-report`: suites/reports/run/command.py."""
 import sys
 
 from suites.reports.run.command import main

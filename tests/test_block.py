@@ -45,7 +45,8 @@ def test_heads_must_divide_D():
 
 
 def test_eager_module_reads_the_input_tensors():
-    """The module reads the input tensors, not copies: refilled in place, it computes the new answer."""
+    """The module reads the input tensors, not copies: refilled in place, it computes the new
+    answer."""
     case = _case()
     inputs = _inputs(case)
     module, (x,) = block._parts(case, inputs)

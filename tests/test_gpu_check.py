@@ -1,5 +1,5 @@
-"""gpu_check's plumbing, on a CPU: every plan composes into a run spec, it writes each result as a JSON line when it is known, turns a passed deadline into `deadline`
-rows, exits 1 only for failed/deadline rows, and forces every autotune config of a kernel
+"""gpu_check's plumbing, on a CPU: every plan composes into a run spec, it writes each result
+as a JSON line when it is known, turns a passed deadline into `deadline` rows, exits 1 only for failed/deadline rows, and forces every autotune config of a kernel
 (under Triton's interpreter here, with its one config per kernel)."""
 import json
 import os

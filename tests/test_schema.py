@@ -9,7 +9,7 @@ import pytest
 from kernels import registry
 from suites.common.errors import InputError
 from suites.traces.op_kinds import LAUNCH_APIS
-from suites.tools import docs as readme
+from suites.tools import docs
 from suites.reports.run.build import EXPLAINED
 from suites.reports.run.conventions import conventions_html
 from suites.results.columns import MEASUREMENTS, Status, column, headers
@@ -103,9 +103,9 @@ def test_a_view_naming_a_column_the_schema_lacks_fails():
         _full_row().value("medain_us")
 
 
-def test_readme_tables_are_generated_from_the_code():
-    assert readme.main(["--check"]) == 0, "run: python -m suites.tools.docs"
-    text = readme.README.read_text()
+def test_the_docs_tables_and_samples_are_current():
+    assert docs.main(["--check"]) == 0, "run: python -m suites.tools.docs [--samples]"
+    text = "".join(path.read_text() for path in docs.doc_files())
     for op in registry.ops():
         assert op.flops_formula.text in text and op.bytes_formula.text in text
     assert all(api in text for api in LAUNCH_APIS)
@@ -122,7 +122,7 @@ def test_report_conventions_state_the_code_s_own_facts(monkeypatch):
 
 
 def test_every_finding_code_has_its_catalog_entry():
-    """The README's table of findings comes from suites/traces/findings/catalog.py: a new code without
+    """The docs' table of findings comes from suites/traces/findings/catalog.py: a new code without
     an entry (what it says, the post it comes from) would be missing there."""
     from suites.traces.findings.catalog import CATALOG, SERIES
     from suites.traces.findings.codes import Code

@@ -247,7 +247,7 @@ def resume_problem(state: dict | None, config: dict) -> str | None:
     did not complete, made with the same resolved config (a different grid or timing would mix
     two experiments in one table)."""
     if state is None:
-        return "holds no run.json: nothing to resume (or a run from before resume existed)"
+        return "holds no run.json: nothing to resume"
     if state.get("state") == COMPLETE:
         return "its run is complete: nothing to resume"
     if still_running(state):

@@ -14,8 +14,8 @@ series' kernel counts beside ours (gpu_check_suites.py).
 
 Run specs are composed in-process, with Hydra's compose API as run_suite.py composes them
 (suites/config/compose.py); a machine without hydra-core installs it from the three pure-Python
-wheels in requirements.txt's pins (the README's "On a lent GPU" says how). Every result is a JSON line in DIR/results.jsonl as soon as it is
-known; DIR/summary.txt is rewritten after every section; the last lines printed are a short
+wheels of requirements.txt's pins (docs/tools.md says how). Every result is a JSON line in
+DIR/results.jsonl as soon as it is known; DIR/summary.txt is rewritten after every section; the last lines printed are a short
 table. Exit status 0 when no row is `failed` or `deadline`, else 1; 2 for bad arguments.
 DIR: --out, else $OUT, else results/gpu_check; the run folders go to DIR/runs/<time>/.
 Without CUDA it refuses (exit 2), unless --allow-cpu: then it runs the plumbing (sections

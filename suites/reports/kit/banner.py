@@ -33,8 +33,8 @@ def rounds_line(summary: dict | None) -> str | None:
 
 
 def state_line(folder, state: dict | None) -> str | None:
-    """`run X is incomplete: interrupted (SIGINT after 12 of 32 rows)`; None when complete (or
-    from before run.json existed)."""
+    """`run X is incomplete: interrupted (SIGINT after 12 of 32 rows)`; None when complete, or
+    when there is no run.json to say (the reader's problems name that)."""
     if not state or state.get("state") == COMPLETE:
         return None
     done, planned = state.get("done", "?"), state.get("planned", "?")

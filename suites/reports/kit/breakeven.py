@@ -19,7 +19,9 @@ COLUMNS = ["suite", "case_id", "dtype", "variant", "choice", "flops", "compile_m
 NEVER = "never (compile is slower per call)"
 
 
-def _verdict(compile_ms: float, saved_us: float) -> tuple[float, str]:
+def _repaid_after(compile_ms: float, saved_us: float) -> tuple[float, str]:
+    """The calls after which compile has repaid its first call, and that outcome in words (the
+    table's `verdict` column: after N calls, never, or why it was not measured)."""
     if math.isnan(compile_ms) or math.isnan(saved_us):
         return NAN, "not measured"
     if saved_us <= 0:
@@ -44,7 +46,7 @@ def breakeven_table(rows: pd.DataFrame, suite: str, baseline: str) -> pd.DataFra
         else:
             entry.update(compile_ms=row.compile_ms, baseline_us=b["median_us"],
                          compile_us=row.median_us, saved_us=b["median_us"] - row.median_us)
-            entry["calls"], entry["verdict"] = _verdict(entry["compile_ms"], entry["saved_us"])
+            entry["calls"], entry["verdict"] = _repaid_after(entry["compile_ms"], entry["saved_us"])
         out.append(entry)
     table = pd.DataFrame(out, columns=COLUMNS)
     # Smallest to largest per dtype: merged reruns otherwise leave their cases at the end.

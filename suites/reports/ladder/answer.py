@@ -1,9 +1,9 @@
 """The first screen of the ladder report: at each block's reference shape, does a fused form pay
 off against the block's baseline, and where does the baseline's time go.
 
-From the ladder table (suites/reports/ladder/table.py): one line per (block, dtype, machine) with each
-family's fastest ok variant classed by its 95% interval (suites/reports/kit/change.py), the
-families with no result and why, the baseline's kernels and device time per call; a headline
+From the ladder table (suites/reports/ladder/table.py): one line per (block, dtype, machine)
+with each family's fastest ok variant classed by its 95% interval (suites/reports/kit/change.py),
+the families with no result and why, the baseline's kernels and device time per call; a headline
 naming the blocks where some family is faster; and a small plot of those speedups.
 """
 from __future__ import annotations

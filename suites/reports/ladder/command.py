@@ -26,7 +26,8 @@ from suites.reports.ladder.report import analyze, write_outputs
 def _parser() -> argparse.ArgumentParser:
     parser = cli.Parser(prog="python -m suites.collect", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folder", type=Path, help="a folder holding run folders (or one run folder)")
+    parser.add_argument("folder", type=Path,
+                        help="a folder holding run folders (or one run folder)")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: <folder>/ladder)")
     return parser

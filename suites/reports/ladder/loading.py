@@ -128,10 +128,11 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     unpaired = keys.map(base["median_us"]).astype(float) / rows["median_us"]
     device = keys.map(base["device_us"]).astype(float) / rows["device_us"]
     out = pd.DataFrame(index=rows.index)
-    # A run from before timing rounds has no paired speedup to keep: its medians' ratio stands.
-    legacy = same_run & rows["rounds"].isna() & rows["speedup"].isna()
-    out["speedup"] = np.where(same_run & ~legacy, rows["speedup"],
-                              np.where(other_run | legacy, unpaired, np.nan))
+    # An ok row with no paired speedup (no timing rounds: another tool's table, or an edited
+    # one) has nothing to keep: its medians' ratio stands, as for a baseline from another run.
+    unpaired_here = same_run & rows["rounds"].isna() & rows["speedup"].isna()
+    out["speedup"] = np.where(same_run & ~unpaired_here, rows["speedup"],
+                              np.where(other_run | unpaired_here, unpaired, np.nan))
     out["speedup_low"] = np.where(same_run, rows["speedup_low"], np.nan)
     out["speedup_high"] = np.where(same_run, rows["speedup_high"], np.nan)
     out["device_ratio"] = np.where(ok & base_run.notna(), device, np.nan)

@@ -63,7 +63,8 @@ def lines_by_size(frame: pd.DataFrame, size_axis: str, params: list[str],
     # A row with no class says why: its status, or "not paired" for an ok row.
     unpaired = ["not paired" if status == Status.OK else status for status in ok["status"]]
     ok = ok.assign(_choice=[_choice(r, categorical) for _, r in ok.iterrows()],
-                   _class=[why if cls is None else cls for cls, why in zip(row_changes(ok), unpaired)])
+                   _class=[why if cls is None else cls
+                           for cls, why in zip(row_changes(ok), unpaired)])
     lines = []
     for (variant, dtype, choice), rows in ok.groupby(["variant", "dtype", "_choice"], sort=False):
         # The sizes that change within the group name its cases (M64, or S512-D64).

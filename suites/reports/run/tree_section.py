@@ -12,8 +12,8 @@ from suites.reports.kit import page as hp
 from suites.reports.run import shared_findings as sf
 from suites.common.numbers import num, plain
 
-NO_TREES = ("<p>This run folder has no op trees (no optree.csv: a run from before the table "
-            "existed, or nothing was profiled).</p>")
+NO_TREES = ("<p>This run folder has no op trees (no optree.csv, or nothing was "
+            "profiled).</p>")
 NAME_UP_TO = 56  # characters of an op's name in a tree; Inductor's kernel names run to 100+
 
 
