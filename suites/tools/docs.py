@@ -103,7 +103,8 @@ def sample_problems(files: dict[Path, str]) -> list[str]:
                             f"({sample.command}): regenerate it with --samples")
         elif sample.machine_free:
             now = doc_samples.normalised(sample.produce(None))
-            if doc_samples.normalised(text.split("\n", 1)[1]) != now:
+            output = text[len(doc_samples.stamp_prefix(sample)):].split("\n", 1)[1]
+            if doc_samples.normalised(output) != now:
                 problems.append(f"sample {name!r}: its command prints something else now")
     return problems
 
