@@ -2,8 +2,9 @@
 written in the sweep folder before the first job starts.
 
 sweep.json is how a reader knows a sweep is whole: `collect` and the exit status compare the
-jobs it plans with the run folders that hold a run.json of that job (`run_folders.py`), so a
-job that crashed, was cancelled on a cluster or never started is named, not silently absent.
+jobs it plans with the run folders that hold a run.json of that job
+(suites/results/run_folders.py), so a job that crashed, was cancelled on a cluster or never
+started is named, not silently absent.
 The callback runs in the launching process, whatever the launcher (basic, submitit_local,
 submitit_slurm), with the same config object Hydra makes the sweep folder from.
 """

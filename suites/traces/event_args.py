@@ -1,4 +1,4 @@
-"""The few `args` the reader keeps beyond times and ids (trace_events.py): a kernel's launch
+"""The few `args` the reader keeps beyond times and ids (events.py): a kernel's launch
 configuration as Kineto records it, and the input shapes of the ops that run a GEMM.
 
 Kept as small interned tuples on the event (`Event.info`): a training trace holds a million

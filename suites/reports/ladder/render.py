@@ -64,7 +64,7 @@ def display(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
                           for c in columns},
                          index=frame.index)
     if "status" in frame:
-        shown["status"] = frame["status"].astype(str)  # html_page colours rows by it
+        shown["status"] = frame["status"].astype(str)  # the kit's page colours rows by it
     return shown
 
 
