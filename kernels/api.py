@@ -32,10 +32,10 @@ The contract the harness keeps, per case and variant:
 - The first call is timed on its own (`first_call_ms`: compilation, autotuning); warm-up calls
   follow; then one call is checked against `reference` in float64 (a wrong answer makes the row
   `incorrect`, with the error and the tolerance); only then is the call timed and profiled.
-- Every call must compute: the checked call's output is overwritten with NaN and the call made
-  again, so a call that hands back a result computed once (in `prepare` or its first call) is
-  `incorrect`, with that reason. An output buffer allocated in `prepare` and written by every
-  call is fine.
+- Every call must compute: before the checked call, the previous call's output is overwritten
+  with NaN, so a call that hands back a result computed once (in `prepare` or its first call)
+  is `incorrect`, with that reason. An output buffer allocated in `prepare` and written by
+  every call is fine.
 """
 from kernels.base import Call, Case, Inputs, Op, Variant, always_supported, random_tensor
 from kernels.compiled import compile_prepare, cuda_only, eager_prepare

@@ -4,9 +4,10 @@ most twice eager's error in the same dtype, plus a small dtype floor.
 
 The harness checks a variant on the inputs it was prepared with, which stay as they are for
 its timing and profile (kernels/api.py's contract: set-up derived from the inputs, such as a
-transposed weight, is allowed). What it must not do is return a result computed once: the
-checked call's output is overwritten with NaN and the call made again, so a call that hands
-back an earlier tensor without recomputing it fails, with that reason. A test of a kernel's
+transposed weight, is allowed). What it must not do is return a result computed once: the output
+of the call before the checked one is overwritten with NaN, so a call that hands back an
+earlier tensor without recomputing it fails, with that reason (no call is added to the pass:
+the harness gives the last warm-up call's output). A test of a kernel's
 plumbing may refill the inputs in place first, to see that the call reads them, not a copy."""
 from __future__ import annotations
 
@@ -66,13 +67,16 @@ def compare(out: torch.Tensor, ref: torch.Tensor, dtype: str, baseline_err: floa
 
 
 def check_call(op: Op, case: Case, inputs: Inputs, call: Call, baseline_err: float | None,
-               refill_from: torch.Generator | None = None) -> Check:
-    """Call and compare with the reference on `inputs` (the tensors `call` reads); with
-    `refill_from`, refill them with a fresh draw from it first (tests of a kernel's plumbing)."""
+               refill_from: torch.Generator | None = None, earlier=None) -> Check:
+    """Call and compare with the reference on `inputs` (the tensors `call` reads). `earlier`:
+    the output of the call before (else one more call makes it), overwritten first; with
+    `refill_from`, the inputs are refilled with a fresh draw from it first (tests of a kernel's
+    plumbing)."""
     if refill_from is not None:
         refill(inputs, op.make_inputs(case, refill_from))
     with torch.no_grad():
-        earlier = call()
+        if earlier is None:
+            earlier = call()
         poisoned = _poison(earlier, inputs)
         out = call()
         check = compare(out, op.reference(case, inputs), case.dtype, baseline_err)

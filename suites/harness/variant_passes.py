@@ -141,18 +141,25 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
     # they are (kernels/api.py), so set-up derived from them stays valid.
     inputs = op.make_inputs(case, _generator(case, INPUTS_DRAW))
     call = variant.prepare(case, inputs)
+    outputs = []  # the last output before the check: the check overwrites it (correctness.py)
+
+    def kept():
+        outputs[:] = [call()]
+        return outputs[0]
+
     before, graphs = _fx_cache_counts(), _graph_count()
-    row.first_call_ms = timing.time_first_call(call, device_type)
+    row.first_call_ms = timing.time_first_call(kept, device_type)
     if variant.family == "compile":
         row.compile_cache = _fx_cache_outcome(before, _fx_cache_counts())
 
     if variant.family == "compile":  # guards, autotuning and CUDA-graph capture settle
-        timing.warm_up(call, device_type, spec.timing.compile_warmup_calls)
+        timing.warm_up(kept, device_type, spec.timing.compile_warmup_calls)
     else:
-        timing.warm_up(call, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
+        timing.warm_up(kept, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
     # Checked after the warm-up, so the checked call is one like the timed ones: for
     # mode='reduce-overhead', a replay of the captured CUDA graph, not a recording call.
-    row.check = correctness.check_call(op, case, inputs, call, baseline_err)
+    row.check = correctness.check_call(op, case, inputs, call, baseline_err, earlier=outputs[0])
+    outputs.clear()
     if variant.family == "compile":  # one per shape: a fresh dynamo per case (case_run.py)
         row.compile_graphs = _graph_count() - graphs
     if not row.check.passed:
