@@ -66,8 +66,9 @@ def where_time_goes(frame: pd.DataFrame, kernels: pd.DataFrame, size_axis: str,
     height = 1.6 * len(variants) + 1.2 + 0.2 * legend_rows
     fig, axes = plt.subplots(len(variants), len(dtypes), squeeze=False, sharey=True,
                              figsize=(5.5 * len(dtypes), height))
-    fig.suptitle("Where a call's time goes, per op (share of the median; hatched: exposed "
-                 "host and launch overhead)")
+    # Two lines: one line is wider than a single dtype's panel, and the figure would cut it.
+    fig.suptitle("Where a call's time goes, per op\n(share of the median; hatched: exposed "
+                 "host and launch overhead)", fontsize=10)
     for r, variant in enumerate(variants):
         for c, dtype in enumerate(dtypes):
             _panel(axes[r][c], frame, shares, variant, dtype, size_axis, ops, color,
@@ -81,7 +82,7 @@ def where_time_goes(frame: pd.DataFrame, kernels: pd.DataFrame, size_axis: str,
     fig.legend(handles, [short(o) for o in ops], loc="lower center", ncol=min(4, len(ops)),
                fontsize=7, frameon=False)
     # The legend below the panels, in the space tight_layout leaves it (inches to a fraction).
-    fig.tight_layout(rect=(0, (0.2 * legend_rows + 0.1) / height, 1, 1 - 0.45 / height))
+    fig.tight_layout(rect=(0, (0.2 * legend_rows + 0.1) / height, 1, 1 - 0.25 / height))
     return save_png(fig, path)
 
 
