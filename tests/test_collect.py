@@ -27,7 +27,7 @@ def _row(suite, shape, variant, family, median_us, dtype="float32", status="ok",
     median_us = median_us if status == "ok" else math.nan  # a row that did not run has no times
     row = {"suite": suite, "op": suite, "case_id": case_id, "variant": variant, "family": family,
            "dtype": dtype, "device": "cpu", **shape, "status": status, "reason": "",
-           "median_us": median_us,
+           "median_us": median_us, "mean_us": median_us,
            "host_us": median_us, "device_us": median_us / 2, "n_kernels": 2.0, "flops": flops,
            "bytes": flops / 10, "intensity": 10.0, "tflops": flops / median_us / 1e6,
            "speedup": math.nan, "first_call_ms": math.nan, "compile_ms": math.nan}
@@ -148,7 +148,7 @@ def test_a_duplicate_keeps_the_newest_and_is_listed(tmp_path, capsys):
     _write_run(tmp_path / "runs" / "a_new", "matmul_add", new, created="2026-02-01T10:00:00")
     printed = _collect(tmp_path / "runs", tmp_path / "out", capsys)
     ladder = pd.read_csv(tmp_path / "out" / "ladder.csv").set_index("family")
-    assert ladder.loc["eager", "median_us"] == 30.0
+    assert ladder.loc["eager", "mean_us"] == 30.0
     # The kept compile row is compared with the kept (newer) baseline.
     assert ladder.loc["compile", "speedup"] == pytest.approx(30 / 40)
     assert "speedup unpaired: its baseline comes from another run" in ladder.loc["compile", "note"]
@@ -174,7 +174,7 @@ def test_runs_from_two_machines_are_two_ladders_side_by_side(tmp_path, capsys):
     ladder = pd.read_csv(tmp_path / "out" / "ladder.csv")
     assert ladder["machine"].tolist() == [f"cuda ({a100})", f"cuda ({h100})"] * 2
     assert ladder["family"].tolist() == ["eager", "eager", "compile", "compile"]
-    assert ladder["median_us"].tolist() == [100.0, 50.0, 80.0, 40.0]
+    assert ladder["mean_us"].tolist() == [100.0, 50.0, 80.0, 40.0]
     assert ladder["speedup"].tolist() == pytest.approx([1.0, 1.0, 1.25, 1.25])  # own baseline
     assert "No (suite, case, variant) appears in more than one run folder" in printed
     html = (tmp_path / "out" / "ladder.html").read_text()
@@ -208,7 +208,7 @@ def test_speedups_are_paired_within_a_run_and_never_from_a_noisy_baseline(tmp_pa
     _write_run(tmp_path / "runs2" / "a", "matmul_add", rows, {"M": 128, "N": 128, "K": 128})
     _collect(tmp_path / "runs2", tmp_path / "out2", capsys)
     ladder = pd.read_csv(tmp_path / "out2" / "ladder.csv").set_index("family")
-    assert ladder.loc["eager", "status"] == "noisy" and pd.isna(ladder.loc["eager", "median_us"])
+    assert ladder.loc["eager", "status"] == "noisy" and pd.isna(ladder.loc["eager", "mean_us"])
     assert pd.isna(ladder.loc["compile", "speedup"])
     assert "unpaired" not in str(ladder.loc["compile", "note"])
 

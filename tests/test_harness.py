@@ -44,10 +44,23 @@ def test_compare_rejects_nan_and_wrong_shapes():
 
 
 def test_summarize_quantiles():
-    s = timing.summarize([float(v) for v in range(1, 101)])
+    from suites.harness.contention import RoundLoad
+    from suites.harness.round_checks import Slot
+
+    halves = [Slot("A", r, 0, tuple(float(v) for v in range(1 + 50 * r, 51 + 50 * r)),
+                   RoundLoad(0.1, page_faults=51 * 2 * (r + 1))) for r in (0, 1)]
+    s = timing.summarize(halves)
+    assert s.mean_us == pytest.approx(50.5)  # the mean of the rounds' figures, 25.5 and 75.5
+    assert (s.mean_low_us, s.mean_high_us) == pytest.approx((50.5 - 12.706 * 25, 50.5 + 12.706 * 25))
+    assert s.faults_per_call == pytest.approx(3.0)  # 2 and 4 a call, the warm-up call counted
+    assert s.slow_calls == 0.0  # none over twice the median (101 us)
     assert s.median_us == pytest.approx(50.5) and s.min_us == 1.0
     assert s.p10_us == pytest.approx(10.9) and s.p90_us == pytest.approx(90.1)
     assert s.n_samples == 100 and s.iqr_rel == pytest.approx((75.25 - 25.75) / 50.5)
+    periodic = [Slot("A", 0, 0, (10.0,) * 11 + (2010.0,), RoundLoad(0.1))]  # 2 ms every 12th
+    s = timing.summarize(periodic)
+    assert s.mean_us == pytest.approx(10.0 + 2000.0 / 12) and s.median_us == 10.0
+    assert s.slow_calls == pytest.approx(1 / 12)
 
 
 def _busy(us: float):

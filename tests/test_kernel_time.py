@@ -77,7 +77,7 @@ def test_no_kernel_time_on_a_cpu(tmp_path):
 
 def test_throughput_on_a_gpu_is_against_kernel_time_not_latency():
     row = _prepared("addmm").row
-    row.timing = TimingStats(10, 60.0, 55.0, 70.0, 50.0, 0.1)
+    row.timing = TimingStats(10, 60.0, 55.0, 70.0, 50.0, 0.1, 60.0, 58.0, 62.0)
     row.kernel_us = 20.0  # the other 40 us of a call are its host path
     derive(row, None)
     assert row.roofline.tflops == pytest.approx(row.roofline.flops / 20e-6 / 1e12)
@@ -91,7 +91,7 @@ def test_throughput_on_a_gpu_is_against_kernel_time_not_latency():
 def test_kernel_speedup_and_the_finding_when_the_host_path_decides():
     base, triton = _prepared("eager").row, _prepared("triton").row
     for row, kernel in ((base, 100.0), (triton, 80.0)):
-        row.timing = TimingStats(10, 130.0, 120.0, 140.0, 110.0, 0.1)
+        row.timing = TimingStats(10, 130.0, 120.0, 140.0, 110.0, 0.1, 130.0, 125.0, 135.0)
         row.kernel_us = kernel
     outcome = CaseOutcome(CASE, [base, triton])
     _speedups(outcome, "eager")

@@ -44,7 +44,7 @@ def test_numbers_read_plainly_to_three_or_four_significant_figures():
 
 def test_headers_carry_the_columns_unit_once():
     frame = pd.DataFrame({"case_id": ["M64-N64-K64-fp32"], "variant": ["eager"],
-                          "median_us": [7.9], "p10_us": [7.5], "speedup": [1.1],
+                          "median_us": [7.9], "mean_us": [8.1], "p10_us": [7.5], "speedup": [1.1],
                           "bytes_moved": [49408.0], "tflops": [0.06]})
     head = hp.table(frame, headers(list(frame))).split("</thead>")[0]
     assert "p10<small>us</small>" in head and "speedup<small>x</small>" in head
@@ -61,7 +61,7 @@ def _results(rows=CASES, variants=("eager", "addmm", "compile"), gpu=False) -> p
         for j, variant in enumerate(variants):
             median = 8.0 * (n / 64) ** 3 * (1 + 0.1 * j)
             out.append({
-                "case_id": case, "variant": variant, "status": "ok", "median_us": median,
+                "case_id": case, "variant": variant, "status": "ok", "median_us": median, "mean_us": median,
                 "p10_us": median * 0.97, "p90_us": median * 1.1, "rounds": 3.0,
                 "speedup": 1 / (1 + 0.1 * j), "speedup_low": 0.9 / (1 + 0.1 * j),
                 "speedup_high": 1.1 / (1 + 0.1 * j), "device_ratio": 1.0 + 0.01 * i,

@@ -93,13 +93,21 @@ def test_cpu_contention_counts_the_cores_the_timing_needs(others, threads, conte
         assert f"{others:.1f} of 2 cores busy" in reason
 
 
-def test_a_share_whose_threads_waited_for_a_cpu_is_contended_alone():
+def test_a_share_whose_threads_waited_for_a_cpu_drops_its_round_for_every_variant():
     waited = RoundLoad(0.01, others_cores=0.0, wait_frac=0.6)  # short, but read exactly
-    slots = [slot("A", 0, [10.0]), slot("B", 0, [10.0], load=waited), slot("A", 1, [10.0])]
+    slots = [slot("A", 0, [10.0]), slot("B", 0, [10.0], load=waited), slot("A", 1, [10.0]),
+             slot("B", 1, [10.0])]
     states = [(s.variant, s.round, s.state) for s in judge(slots, LIMITS)]
-    assert states == [("A", 0, rc.CLEAN), ("B", 0, rc.CONTENDED), ("A", 1, rc.CLEAN)]
-    assert "waited for a CPU for 60% of the share's time" in rc.waited(waited)
+    assert states == [("A", 0, rc.CONTENDED), ("B", 0, rc.CONTENDED), ("A", 1, rc.CLEAN),
+                      ("B", 1, rc.CLEAN)]
+    assert "waited for a CPU for 60% of the share's time each" in rc.waited(waited)
     assert rc.waited(RoundLoad(0.1, wait_frac=0.004)) == "" and rc.waited(QUIET) == ""
+
+
+def test_the_wait_is_judged_per_thread():
+    # 8 threads each waiting 2% sum to 16%: a quiet machine, not a contended one.
+    assert rc.waited(RoundLoad(0.1, wait_frac=0.16), threads=8) == ""
+    assert "20% of the share's time each" in rc.waited(RoundLoad(0.1, wait_frac=1.6), threads=8)
 
 
 def test_a_real_meter_sees_its_threads_wait_under_a_busy_process():
@@ -173,7 +181,32 @@ def test_judge_marks_each_kind_and_keeps_clean_rounds_clean():
     judged = {s.round: s for s in judge(slots, Limits(2, 1, {"A": 10.0}))}
     assert [judged[r].state for r in range(9)] == ["clean"] * 5 + [
         rc.CONTENDED, rc.STALLED, rc.OFF, rc.SLOW]
-    assert "1.99x the variant's fastest round (101 us)" in judged[7].reason
+    assert "the variant ran 1.99x slower than in its median round" in judged[7].reason
+
+
+def test_a_round_off_for_every_variant_is_the_machine_and_drops_for_all():
+    slots = [slot(v, r, [10.0 * (1 + (v == "B"))]) for r in range(5) for v in "AB"]
+    slots += [slot("A", 5, [14.0]), slot("B", 5, [28.0])]     # both 1.4x slower: the machine
+    slots += [slot("A", 6, [7.0]), slot("B", 6, [14.0])]      # both 1.4x faster: boosted, too
+    judged = {(s.variant, s.round): s.state for s in judge(slots, LIMITS)}
+    assert [judged[v, r] for r in (5, 6) for v in "AB"] == [rc.OFF] * 4
+    assert all(judged[v, r] == rc.CLEAN for r in range(5) for v in "AB")
+
+
+def test_a_slow_state_of_one_variant_is_its_own_and_stays_in_its_figures():
+    # B is 1.5x slow in 2 rounds of 5, A is steady: B's state, measured as it is.
+    slots = [slot("A", r, [10.0]) for r in range(5)]
+    slots += [slot("B", r, [15.0 if r in (1, 3) else 10.0]) for r in range(5)]
+    assert all(s.clean for s in judge(slots, LIMITS))
+
+
+def test_stalls_in_one_variant_only_are_its_own_cost():
+    stalled = [10.0] * 3 + [4010.0] * 2
+    slots = [slot("A", r, [10.0] * 5) for r in range(3)] + [slot("B", r, stalled) for r in range(3)]
+    assert all(s.clean for s in judge(slots, LIMITS))
+    both = slots + [slot("A", 3, stalled), slot("B", 3, stalled)]
+    judged = {(s.variant, s.round): s.state for s in judge(both, LIMITS)}
+    assert judged["A", 3] == judged["B", 3] == rc.STALLED
 
 
 def test_contention_spoils_the_whole_round_for_every_variant():

@@ -39,7 +39,7 @@ def _full_row() -> ResultRow:
         roofline=Roofline(128.0, 160.0, None, 160.0, 0.8, 1e-6, 2e-6, 3.0, "memory"),
         status=Status.OK, reason="", threads=2, first_call_ms=12.5, compile_ms=math.nan,
         compile_cache=None, speedup=1.5, exposed_overhead_us=0.5,
-        timing=TimingStats(10, 2.0, 1.5, 3.0, 1.0, 0.25, "n/a"),
+        timing=TimingStats(10, 2.0, 1.5, 3.0, 1.0, 0.25, 2.2, 2.0, 2.4, "n/a"),
         check=Check(1e-7, 1e-8, 2e-7, 1e-5),
         profile=ProfileStats(5.0, 4.0, 0.2, 1.0, math.nan, math.nan, 3.0, None, "t.json.gz", "t.txt"))
 

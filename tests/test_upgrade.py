@@ -15,7 +15,7 @@ from suites.reports.run.build import write_report
 from suites.results.columns import KERNEL_COLUMNS, KERNEL_DETAIL_COLUMNS
 from suites.results.journal import SCHEMA_VERSION, RunState
 from suites.results.reader import RunFolder, read_run
-from suites.results.upgrade import MEASUREMENT_COLUMNS
+from suites.results.upgrade import MEASUREMENT_COLUMNS, with_empty
 from test_end_to_end import assert_finished, run_suite
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_folders" / "schema_v0"
@@ -76,7 +76,9 @@ def test_an_older_folder_has_what_it_lacks_filled(v0):
 
 def test_a_folder_of_this_version_lacking_a_column_says_so(v0):
     _edit_state(v0, schema_version=SCHEMA_VERSION)
-    _edit(v0 / "measurements.csv", lambda f: f.drop(columns=["kernel_us"]))
+    # This version's columns, all but kernel_us.
+    _edit(v0 / "measurements.csv",
+          lambda f: with_empty(f, MEASUREMENT_COLUMNS).drop(columns=["kernel_us"]))
     run = RunFolder(v0)
     assert run.measurements["kernel_us"].isna().all()
     assert f"{v0 / 'measurements.csv'}: no column(s) kernel_us (edited, or written by another " \

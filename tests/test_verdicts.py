@@ -80,7 +80,7 @@ def _row(variant="compile", **values):
 def test_row_findings_above_peak_passes_disagree_rounds_dropped():
     from suites.results.row import TimingStats
 
-    timing = TimingStats(25, 10.0, 9.0, 11.0, 9.0, 0.1, rounds=3, rounds_dropped=2)
+    timing = TimingStats(25, 10.0, 9.0, 11.0, 9.0, 0.1, 10.0, 9.5, 10.5, rounds=3, rounds_dropped=2)
     above = _row(roofline=Roofline(1.0, 1.0, pct_peak=384.0), timing=timing,
                  speedup=1.54, device_ratio=0.54)
     codes = {f["code"]: f for f in row_findings([above.record()], "matmul_add", "eager")}

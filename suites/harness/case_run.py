@@ -225,8 +225,8 @@ def finish(outcome: CaseOutcome, spec: RunSpec, peaks: dict | None) -> None:
 def _timing(row: ResultRow, slots: list[Slot], needed: int, cache: str) -> None:
     clean = [s for s in slots if s.clean]
     used = clean if len(clean) >= needed else slots  # a noisy row still records what it saw
-    row.timing = timing.summarize([t for s in used for t in s.samples_us], cache,
-                                  rounds=len(clean), rounds_dropped=len(slots) - len(clean))
+    row.timing = timing.summarize(used, cache, rounds=len(clean),
+                                  rounds_dropped=len(slots) - len(clean))
     if len(clean) >= needed:
         row.status, row.reason = Status.OK, ""
         return
@@ -246,10 +246,10 @@ def noisy_reason(slots: list[Slot], clean: int, needed: int) -> str:
 
 
 def _speedups(outcome: CaseOutcome, baseline: str) -> None:
-    medians = {}
+    figures = {}  # variant -> round -> that round's figure (its mean over calls)
     for s in outcome.slots:
         if s.clean:
-            medians.setdefault(s.variant, {})[s.round] = s.median_us
+            figures.setdefault(s.variant, {})[s.round] = s.mean_us
     base = next((r for r in outcome.rows if r.variant == baseline), None)
     for row in outcome.rows:
         row.speedup = row.speedup_low = row.speedup_high = row.device_ratio = NAN
@@ -259,7 +259,7 @@ def _speedups(outcome: CaseOutcome, baseline: str) -> None:
             row.kernel_speedup = _ratio(base.kernel_us, row.kernel_us)
         if base is None or not (row.ok and base.ok and row.timing and base.timing):
             continue
-        paired = paired_speedup(medians.get(baseline, {}), medians.get(row.variant, {}))
+        paired = paired_speedup(figures.get(baseline, {}), figures.get(row.variant, {}))
         row.speedup, row.speedup_low, row.speedup_high = paired.speedup, paired.low, paired.high
         if row is base:
             row.speedup_low = row.speedup_high = 1.0

@@ -10,6 +10,7 @@ processes using the device and its SM clock against the maximum (suites/harness/
 from __future__ import annotations
 
 import os
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ class RoundLoad:
     wait_frac: float | None = None          # this process's threads' run-queue wait / wall
     gpu_other_processes: int | None = None  # other processes with a context on the GPU
     sm_clock_ratio: float | None = None     # SM clock / its maximum, at the end of the share
+    page_faults: int | None = None          # this process's page faults (minor + major)
 
 
 def usable_cpus() -> set[int]:
@@ -81,6 +83,13 @@ def others_cores(busy_ticks: float, own_cpu_s: float, wall_s: float) -> float | 
     return max(0.0, (busy_ticks / _TICKS_PER_S - own_cpu_s) / wall_s)
 
 
+def page_faults() -> int:
+    """This process's page faults so far, minor and major (getrusage): a call that touches
+    memory no call touched since it was unmapped pays one per page."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt + usage.ru_majflt
+
+
 class LoadMeter:
     """start() before a variant's share of a round, stop() after: what else ran meanwhile."""
 
@@ -91,11 +100,12 @@ class LoadMeter:
 
     def start(self) -> None:
         self._start = (time.perf_counter(), time.process_time(), cpu_times(self.cpus),
-                       run_delay_s())
+                       run_delay_s(), page_faults())
 
     def stop(self) -> RoundLoad:
-        wall0, own0, ticks0, delay0 = self._start
+        wall0, own0, ticks0, delay0, faults0 = self._start
         wall, own = time.perf_counter() - wall0, time.process_time() - own0
+        faults = page_faults() - faults0
         ticks = cpu_times(self.cpus)
         delay = run_delay_s()
         others = (others_cores(ticks[0] - ticks0[0], own, wall)
@@ -103,5 +113,6 @@ class LoadMeter:
         wait = (max(0.0, delay - delay0) / wall
                 if delay is not None and delay0 is not None and wall > 0 else None)
         if self.nvml is None:
-            return RoundLoad(wall, others, wait)
-        return RoundLoad(wall, others, wait, self.nvml.other_processes(), self.nvml.clock_ratio())
+            return RoundLoad(wall, others, wait, page_faults=faults)
+        return RoundLoad(wall, others, wait, self.nvml.other_processes(), self.nvml.clock_ratio(),
+                         faults)

@@ -28,8 +28,8 @@ def new_row(suite: str, case: Case, variant: Variant, op: Op, threads: int) -> R
 def work_us(row: ResultRow) -> float:
     """The time throughput is measured against. CUDA: the kernel time, since the latency of one
     call on an idle GPU also holds its host path (a wrapper's checks and launch, ~10-40 us),
-    which would be charged to the kernel. CPU: the median, the device being the host."""
-    return row.value("kernel_us") if on_gpu(row.device) else row.value("median_us")
+    which would be charged to the kernel. CPU: the time per call, the device being the host."""
+    return row.value("kernel_us") if on_gpu(row.device) else row.value("mean_us")
 
 
 def _roofline(row: ResultRow, peaks: dict | None) -> None:
@@ -51,11 +51,12 @@ def _roofline(row: ResultRow, peaks: dict | None) -> None:
 def exposed_overhead_us(row: ResultRow) -> float:
     """Time per call in which the device does no work for the call.
 
-    GPU: median - device time (CUPTI's kernel timestamps are not slowed by the profiler).
+    GPU: time per call - device time (CUPTI's kernel timestamps are not slowed by the profiler).
     CPU: the profiler adds a microsecond or two to every op, which would swamp a 10 us call, so
-    the profiled share of compute, device_us / host_us, is applied to the unprofiled median.
+    the profiled share of compute, device_us / host_us, is applied to the unprofiled time per
+    call.
     """
-    median, device, host = (row.value(k) for k in ("median_us", "device_us", "host_us"))
+    median, device, host = (row.value(k) for k in ("mean_us", "device_us", "host_us"))
     if any(math.isnan(v) for v in (median, device, host)):
         return NAN
     if on_gpu(row.device):
@@ -68,6 +69,6 @@ def derive(row: ResultRow, peaks: dict | None) -> None:
     findings read them, so they are set before the findings run)."""
     _roofline(row, peaks)
     row.exposed_overhead_us = exposed_overhead_us(row)
-    median = row.value("median_us")
+    median = row.value("mean_us")
     if row.family == "compile" and not math.isnan(row.first_call_ms) and not math.isnan(median):
         row.compile_ms = max(0.0, row.first_call_ms - median / 1e3)

@@ -162,13 +162,13 @@ class Progress:
         if not self.remeasuring and any(row.status == Status.NOISY for row in rows):
             self.to_remeasure += 1
         if not self.remeasuring:
-            self.case_calls.append({row.variant: row.value("median_us") / 1e6 for row in rows
+            self.case_calls.append({row.variant: row.value("mean_us") / 1e6 for row in rows
                                     if row.status in (Status.OK, Status.NOISY)
-                                    and row.value("median_us") > 0})
+                                    and row.value("mean_us") > 0})
         for row in rows:
-            median = row.value("median_us")
-            if row.ok and not math.isnan(median):
-                detail = f"{median:12.1f} us   {row.value('rounds'):.0f} clean rounds"
+            per_call = row.value("mean_us")
+            if row.ok and not math.isnan(per_call):
+                detail = f"{per_call:12.1f} us   {row.value('rounds'):.0f} clean rounds"
             else:
                 detail = cut(f"{row.status}: {row.reason}", DETAIL_CHARS)
             self._print(f"    {row.variant:<22} {detail}")

@@ -1,26 +1,34 @@
-"""Is a timing round clean? Four independent signs that it measured the machine, not the kernel.
+"""Is a timing round clean? Signs that a round measured the machine, not the variants.
 
-- contended: the timing's threads waited for a CPU (another process held the cores), or other
-  processes took the cores the timing needs (or, on a GPU, held the device, or its SM clock
-  dropped) during the round;
-- stalled: many calls ran a scheduler tick or more (>= 1 ms) longer than the variant's fastest
-  call and at least twice as long: with every core in one OpenMP team, a descheduled thread
-  stalls the whole op until the scheduler runs it again, so the samples pile up at multiples of
-  the tick (4 ms at 250 Hz) whatever the op's own time;
-- off: the round's median is well above the variant's fastest round (only slower counts: the
-  machine can steal time from a round, it cannot give a kernel more than it has). A shared VM
-  flips between states for hundreds of milliseconds (a 64^3 matmul at 9.2 us, then 12.2 us,
-  with nothing visible in /proc): a run that spent most rounds in the slow state would report
-  it as the kernel's time, so the fastest round, not the typical one, is the reference;
+A round's figure for a variant is the mean over its calls in that share (what a caller pays:
+a cost paid by 1% of calls moves it by 1% of that cost); the median of the calls is kept beside
+it. A sign of the machine drops the round for every variant of the case: the speedups are paired
+per round, and a round kept for one variant and dropped for another would pair nothing. A sign
+seen in one variant only is that variant's own behaviour (a recompile, a guard miss, an
+allocator flush, a slow state of its own): it stays in its figures, and the findings name it.
+
+- contended: the timing's threads waited for a CPU (another process held the cores: judged per
+  thread), or other processes took the cores the timing needs (or, on a GPU, held the device,
+  or its SM clock dropped), in any share of the round;
+- stalled: in every variant's share of the round, many calls ran a scheduler tick or more
+  (>= 1 ms) longer than the variant's fastest call and at least twice as long: with every core
+  in one OpenMP team, a descheduled thread stalls the whole op until the scheduler runs it
+  again. Stalls in one variant's shares only are its own cost;
+- off: every variant of the round ran well away from its own typical (median) round, all in the
+  same direction, slower or faster alike (a shared VM flips between states for hundreds of
+  milliseconds; a boosted clock gives a round more than the machine usually has). Judged against
+  the median round, never the fastest: a variant's own slow state is not reduced to its fast
+  one, and one boosted round is not the yardstick of the others. With one variant in the case
+  there is nothing to tell the two apart: its own off rounds count as the machine's;
 - slow: the median is implausibly far below the rate the measured peaks allow for the op's size
-  (a 64^3 matmul at 16 ms is a stall, not a kernel).
+  (a 64^3 matmul at 16 ms is a stall, not a kernel): that share only.
 
-Contention is judged per share (its threads' own wait for a CPU) and per round (other
-processes' load, which every variant of the round shared); the rest per variant, against its
-other rounds. Pure functions of numbers, so each is tested on synthetic rounds.
+Pure functions of numbers, so each is tested on synthetic rounds (and the simulation bench,
+suites/tools/estimators.py, feeds them noise models).
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field, replace
 
@@ -36,13 +44,14 @@ SPARE_CORES = 0.5
 # core. A share shorter than this is judged only within its round's average, and a round shorter
 # than twice this (a quick smoke run) not at all for CPU contention.
 MIN_SHARE_WALL_S = 0.05
-# The threads' run-queue wait, summed, over the share's wall time: a quiet machine reads under
-# 1%; one other busy process on a 2-core machine timed with 2 threads, 50-90%.
+# The run-queue wait of one timing thread over the share's wall time (the sum over threads
+# divided by their number: a fixed limit on the sum would be T times stricter with T threads): a
+# quiet machine reads under 1%; one other busy process on a 2-core machine, 25-45% a thread.
 WAIT_LIMIT = 0.05
 GPU_MIN_CLOCK_RATIO = 0.7  # below this share of its max SM clock the GPU was throttled
 STALL_MIN_US = 1000.0      # a stall is at least a scheduler tick (1 ms at 1000 Hz, 4 ms at 250 Hz)
 STALL_SHARE = 0.2          # a round with this share of stalled calls or more is stalled
-OFF_FACTOR = 1.25          # a round this much slower than the variant's fastest round is off
+OFF_FACTOR = 1.25          # every variant this far from its median round, one way: off
 # A clean call takes at most this many times what the op's model allows at the measured peaks,
 # plus this much fixed cost (Python, dispatch, a dozen small ops): generous on purpose, since a
 # slow variant is a finding, not a fault; only orders of magnitude mean a stall.
@@ -67,6 +76,18 @@ class Slot:
         return statistics.median(self.samples_us)
 
     @property
+    def mean_us(self) -> float:
+        """The round's figure: what a caller paid a call in this share."""
+        return statistics.fmean(self.samples_us)
+
+    @property
+    def faults_per_call(self) -> float | None:
+        """Page faults a call in this share (its warm-up call included: it is where a variant
+        pays for pages the previous variant left unmapped)."""
+        faults = self.load.page_faults
+        return None if faults is None else faults / (len(self.samples_us) + 1)
+
+    @property
     def clean(self) -> bool:
         return self.state == CLEAN
 
@@ -80,12 +101,16 @@ class Limits:
     model_us: dict[str, float] = field(default_factory=dict)  # variant -> roofline time, if known
 
 
-def waited(load: RoundLoad) -> str:
-    """Why one variant's share counts as contended by its threads' wait for a CPU ("" if not)."""
-    if load.wait_frac is None or load.wait_frac <= WAIT_LIMIT:
+def waited(load: RoundLoad, threads: int = 1) -> str:
+    """Why one variant's share counts as contended by its threads' wait for a CPU ("" if not):
+    judged per thread, so the limit means the same with 1 thread or 64."""
+    if load.wait_frac is None:
         return ""
-    return (f"the timing's threads waited for a CPU for {load.wait_frac:.0%} of the share's time "
-            "(summed over threads: another process held the cores)")
+    per_thread = load.wait_frac / max(1, threads)
+    if per_thread <= WAIT_LIMIT:
+        return ""
+    return (f"the timing's threads waited for a CPU for {per_thread:.0%} of the share's time "
+            "each (another process held the cores)")
 
 
 def contention(loads: list[RoundLoad], cores: int, threads: int) -> str:
@@ -119,11 +144,22 @@ def stall(samples: tuple[float, ...], fastest_us: float) -> str:
             f" ms (median) over the fastest call's {fastest_us:.4g} us")
 
 
-def off(median_us: float, fastest_us: float) -> str:
-    if median_us <= OFF_FACTOR * fastest_us:
+def off(shifts: dict[str, float]) -> str:
+    """Why a round is off ("" if not): `shifts` maps each variant to its round's figure over its
+    median round. Every variant must have moved the same way, and the middle one by more than
+    OFF_FACTOR: one variant alone moving is its own state."""
+    if not shifts:
         return ""
-    return (f"round median {median_us:.4g} us is {median_us / fastest_us:.2f}x the variant's "
-            f"fastest round ({fastest_us:.4g} us)")
+    logs = [math.log(v) for v in shifts.values()]
+    middle = statistics.median(logs)
+    if abs(middle) <= math.log(OFF_FACTOR) or not (all(x > 0 for x in logs)
+                                                   or all(x < 0 for x in logs)):
+        return ""
+    way = "slower" if middle > 0 else "faster"
+    factor = math.exp(abs(middle))
+    who = "the variant" if len(shifts) == 1 else f"all {len(shifts)} variants"
+    return (f"{who} ran {factor:.2f}x {way} than in {'its' if len(shifts) == 1 else 'their'} "
+            "median round: a machine state")
 
 
 def slow(median_us: float, model_us: float | None) -> str:
@@ -134,32 +170,57 @@ def slow(median_us: float, model_us: float | None) -> str:
 
 
 def judge(slots: list[Slot], limits: Limits) -> list[Slot]:
-    """The slots of one case, each with its state and reason; the first sign found wins, in the
-    order contended (the share's own wait first, then the round's load), slow, stalled, off (the
-    later ones compare a round with the clean rest)."""
-    by_round: dict[int, list[Slot]] = {}
-    for s in slots:
-        by_round.setdefault(s.round, []).append(s)
-    contended = {r: contention([s.load for s in group], limits.cores, limits.threads)
-                 for r, group in by_round.items()}
+    """The slots of one case, each with its state and reason. Contended drops a whole round;
+    then slow marks one share; then stalled and off drop whole rounds, judged on the shares
+    neither slow nor in a round already dropped."""
+    rounds = sorted({s.round for s in slots})
+    why: dict[int, tuple[str, str]] = {}
+    for r in rounds:
+        shares = [s for s in slots if s.round == r]
+        reason = next((w for s in shares if (w := waited(s.load, limits.threads))), "") or \
+            contention([s.load for s in shares], limits.cores, limits.threads)
+        if reason:
+            why[r] = (CONTENDED, reason)
+    too_slow = {id(s): reason for s in slots if s.round not in why
+                and (reason := slow(s.median_us, limits.model_us.get(s.variant)))}
+    rest = [s for s in slots if s.round not in why and id(s) not in too_slow]
+    fastest = _fastest_calls(rest)
+    for r in rounds:
+        if r not in why and (reason := _stalled_round([s for s in rest if s.round == r],
+                                                      fastest)):
+            why[r] = (STALLED, reason)
+    centre = _median_rounds([s for s in rest if s.round not in why])
+    for r in rounds:
+        if r not in why and (reason := off({s.variant: s.mean_us / centre[s.variant]
+                                            for s in rest if s.round == r})):
+            why[r] = (OFF, reason)
     judged = []
     for s in slots:
-        reason = waited(s.load) or contended[s.round]
-        state = CONTENDED if reason else CLEAN
-        if not reason and (reason := slow(s.median_us, limits.model_us.get(s.variant))):
-            state = SLOW
+        state, reason = why.get(s.round, (CLEAN, ""))
+        if s.round not in why and id(s) in too_slow:
+            state, reason = SLOW, too_slow[id(s)]
         judged.append(replace(s, state=state, reason=reason))
-    return [_judge_variant(s, judged) for s in judged]
+    return judged
 
 
-def _judge_variant(slot: Slot, judged: list[Slot]) -> Slot:
-    """Stalls and off rounds, against the variant's other rounds that are still clean."""
-    if not slot.clean:
-        return slot
-    mine = [s for s in judged if s.variant == slot.variant and s.clean]
-    fastest = min(t for s in mine for t in s.samples_us)
-    if reason := stall(slot.samples_us, fastest):
-        return replace(slot, state=STALLED, reason=reason)
-    if reason := off(slot.median_us, min(s.median_us for s in mine)):
-        return replace(slot, state=OFF, reason=reason)
-    return slot
+def _fastest_calls(slots: list[Slot]) -> dict[str, float]:
+    fastest: dict[str, float] = {}
+    for s in slots:
+        fastest[s.variant] = min(fastest.get(s.variant, math.inf), min(s.samples_us))
+    return fastest
+
+
+def _stalled_round(group: list[Slot], fastest: dict[str, float]) -> str:
+    """Stalls in every variant's share of the round: the machine's ("" otherwise)."""
+    reasons = [stall(s.samples_us, fastest[s.variant]) for s in group]
+    if not group or not all(reasons):
+        return ""
+    return reasons[0] if len(group) == 1 else f"every variant's calls stalled ({reasons[0]})"
+
+
+def _median_rounds(slots: list[Slot]) -> dict[str, float]:
+    """Each variant's median round figure, over the rounds given."""
+    figures: dict[str, list[float]] = {}
+    for s in slots:
+        figures.setdefault(s.variant, []).append(s.mean_us)
+    return {v: statistics.median(f) for v, f in figures.items()}

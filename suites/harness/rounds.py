@@ -18,8 +18,11 @@ from suites.harness.contention import LoadMeter
 from suites.harness.round_checks import Slot
 from suites.harness.timing import TimingSpec
 
-# A call this long is its own warm-up: one more untimed call per round would only cost time.
-SELF_WARMING_US = 10_000.0
+# Every share starts with one untimed call, so that a variant does not pay for the pages, caches
+# and code the previous variant left (eager LayerNorm at T8192 took 18-31k page faults in its
+# first call after the others ran: 2x slow). Only a call this long is its own warm-up: what it
+# pays once is under a percent of it, and one more call per share would double a sweep of them.
+SELF_WARMING_US = 1_000_000.0
 
 
 @dataclass

@@ -87,7 +87,9 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
                         for i, t in enumerate(slot.samples_us)]
             load = slot.load
             rounds.append({**keys, "round": slot.round, "position": slot.position,
-                           "n_samples": len(slot.samples_us), "median_us": slot.median_us,
+                           "n_samples": len(slot.samples_us), "mean_us": slot.mean_us,
+                           "median_us": slot.median_us,
+                           "faults_per_call": slot.faults_per_call,
                            "wait_frac": load.wait_frac, "others_cores": load.others_cores,
                            "gpu_other_processes": load.gpu_other_processes,
                            "sm_clock_ratio": load.sm_clock_ratio, "state": slot.state,

@@ -1,18 +1,26 @@
 """The timing pass: warm-up, then one sample per call until the budget and the minimum count are
-met. Never run under the profiler. Raw samples are kept; the summary is median, p10, p90, min.
+met. Never run under the profiler. Raw samples are kept; the summary is the time per call (the
+mean: what a caller pays) with its interval, and beside it median, p10, p90, min.
 
 The runner splits a case's budget into rounds (suites/harness/rounds.py): each round times every
 variant once, with `Budget` the share of the budget, samples and calls of one variant in one
-round."""
+round. A round's figure is the mean of its calls (round_checks.py); a row's time per call, the
+mean of its clean rounds' figures."""
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 
 import torch
 
+from suites.results.intervals import mean_interval
 from suites.results.row import TimingStats
+
+# A call over this many times the median call is a slow one (slow_calls): a cost of its own
+# paid now and then (a recompile, a guard miss, an allocator flush, a GC pass).
+SLOW_CALL_FACTOR = 2.0
 
 # Bigger than the L2 of any current GPU (H100/H200: 50-60 MB), so zeroing it evicts the inputs.
 _L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -50,17 +58,23 @@ class Budget:
     max_samples: int
 
 
-def summarize(samples_us: list[float], cache: str = "n/a", rounds: int = 1,
-              rounds_dropped: int = 0) -> TimingStats:
-    """Median, p10, p90, min and the spread (IQR / median) of per-call samples (the samples of
-    `rounds` clean rounds; `rounds_dropped` more were not used)."""
+def summarize(slots, cache: str = "n/a", rounds: int = 1, rounds_dropped: int = 0) -> TimingStats:
+    """A row's timing from the shares (round_checks.Slot) it uses: us/call, the mean of the
+    rounds' figures with its interval (the estimator the paired speedup uses too), and beside it
+    the median, p10, p90, min, spread and slow calls of all their calls. `rounds` clean rounds;
+    `rounds_dropped` more were not used."""
+    samples_us = [t for s in slots for t in s.samples_us]
+    mean, low, high = mean_interval([s.mean_us for s in slots])
     t = torch.tensor(samples_us, dtype=torch.float64)
     median, p25, p75 = (float(t.quantile(q)) for q in (0.5, 0.25, 0.75))
+    faults = [s.faults_per_call for s in slots if s.faults_per_call is not None]
     return TimingStats(
-        n_samples=len(samples_us), median_us=median,
-        p10_us=float(t.quantile(0.1)), p90_us=float(t.quantile(0.9)), min_us=float(t.min()),
-        iqr_rel=(p75 - p25) / median if median else float("nan"), cache=cache,
-        rounds=rounds, rounds_dropped=rounds_dropped,
+        n_samples=len(samples_us), mean_us=mean, mean_low_us=low, mean_high_us=high,
+        median_us=median, p10_us=float(t.quantile(0.1)), p90_us=float(t.quantile(0.9)),
+        min_us=float(t.min()), iqr_rel=(p75 - p25) / median if median else float("nan"),
+        cache=cache, rounds=rounds, rounds_dropped=rounds_dropped,
+        slow_calls=float((t > SLOW_CALL_FACTOR * median).double().mean()),
+        faults_per_call=statistics.fmean(faults) if faults else float("nan"),
     )
 
 

@@ -76,11 +76,26 @@ METRICS = (
     Column("rounds_dropped", "", NUMBER,
        "rounds timed but not used: contended, stalled, far off the others or implausibly slow "
        "({round_checks}); rounds.csv says why", part="timing"),
+    Column("mean_us", "us", NUMBER,
+       "time per call, what a caller pays: each clean round's mean over its calls (a cost paid "
+       "by 1% of calls moves it by 1% of that cost), averaged over the clean rounds (a noisy "
+       "row: every round); the figure the speedup divides. Never under the profiler. CUDA: the "
+       "latency of one call started on an idle GPU (queue drained, host work included), CUDA "
+       "events around it. CPU: perf_counter_ns around each call, the thread count set and "
+       "recorded", "us/call", "timing"),
+    Column("mean_low_us", "us", NUMBER, "95% interval of us/call over the clean rounds: low end "
+           "(Student's t on the rounds' figures)", "us/call low", "timing"),
+    Column("mean_high_us", "us", NUMBER, "95% interval of us/call: high end", "us/call high",
+           "timing"),
     Column("median_us", "us", NUMBER,
-       "median time per call over the clean rounds of the timing pass (a noisy row: every round), never under the profiler. CUDA: the latency of "
-       "one call started on an idle GPU (queue drained, host work included), CUDA events around "
-       "it. CPU: perf_counter_ns around each call, the thread count set and recorded",
-       "median us", "timing"),
+       "median time per call over the same calls, beside the mean: well under it, a share of the "
+       "calls pays a cost of its own (slow_calls)", "median us", "timing"),
+    Column("slow_calls", "", NUMBER,
+       "share of the timed calls that took over twice the median call (a recompile, a guard "
+       "miss, an allocator flush, a GC pass...)", "slow calls", "timing"),
+    Column("faults_per_call", "", NUMBER,
+       "page faults per call (minor and major, getrusage) while the row was timed, each share's "
+       "warm-up call included", "faults/call", "timing"),
     Column("kernel_us", "us", NUMBER,
        "CUDA: median device time of one call among calls queued back to back (L2 flushed "
        "between them, no host sync in between: triton.testing.do_bench's method), so the host "
@@ -104,10 +119,11 @@ METRICS = (
        "compile variants: whether the first call compiled (miss) or loaded Inductor's cached "
        "graph (hit), or neither (none)"),
     Column("speedup", "x", NUMBER,
-       "baseline time / this row's time, paired per round (both timed in the same round) and "
-       "averaged geometrically over the rounds both were clean in", "speedup"),
+       "baseline us/call / this row's us/call over the rounds both were clean in (both timed "
+       "in each of them: paired), so the ratio of the two rows' us/call where both have the "
+       "same clean rounds", "speedup"),
     Column("speedup_low", "x", NUMBER, "95% interval of the speedup, from the rounds: low end "
-       "(Student's t on the mean log ratio)", "speedup low"),
+       "(the ratio estimator's delta method, in logs, Student's t)", "speedup low"),
     Column("speedup_high", "x", NUMBER, "95% interval of the speedup: high end", "speedup high"),
     Column("device_ratio", "x", NUMBER,
        "baseline device us / this row's device us: a ratio from the profile pass, not a "
@@ -209,7 +225,8 @@ KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_p
                         "mean_us") + KERNEL_DETAIL_COLUMNS
 SAMPLE_COLUMNS = KEY + ("round", "sample", "time_us")
 # One row per variant per timing round: what the round measured and whether it was clean.
-ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "median_us", "wait_frac",
+ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "mean_us", "median_us",
+                       "faults_per_call", "wait_frac",
                        "others_cores", "gpu_other_processes", "sm_clock_ratio", "state", "reason")
 FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
 # One row per node of a call's op tree, per call (suites/traces/op_tree.py): the path from

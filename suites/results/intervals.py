@@ -3,9 +3,13 @@ per round (one run: the run report and the ladder) and the ratio of two runs' ti
 
 Paired: within one round the baseline and the variant were timed back to back, so a slow drift
 of the machine (another job starting, the clock stepping) moves both; their ratio in that round
-cancels it. The rounds' log ratios are then treated as independent draws: the speedup is their
-geometric mean, and the interval Student's t on their mean (few rounds, so t rather than a
-normal quantile; logs, so a 2x speedup and a 2x slowdown are equally far from 1).
+cancels it. The figure of a round is the mean time of its calls (what a caller pays), and the
+speedup is what a caller saves: the baseline's mean time over the variant's, over the rounds in
+which both were clean (the ratio of means, so the row's time and its speedup come from the same
+rounds and the same estimator). Its interval: the ratio estimator's (delta method: the spread of
+baseline - speedup * variant across rounds), taken in logs and with Student's t on the rounds
+(few of them), so a 2x speedup and a 2x slowdown are equally far from 1 and a drift shared by a
+round cancels to first order.
 
 Two runs: no round of one run pairs with a round of the other, so each side's clean round
 medians are taken as independent draws (in logs again) and Welch's t interval on the difference
@@ -36,29 +40,37 @@ def t95(dof: int) -> float:
 
 @dataclass(frozen=True)
 class Paired:
-    speedup: float  # geometric mean over the paired rounds of baseline / variant
+    speedup: float  # baseline's mean round figure / the variant's, over the paired rounds
     low: float      # 95% interval; NaN with fewer than 2 paired rounds
     high: float
     rounds: int     # rounds in which both were clean
 
 
-def log_interval(logs: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high) of a 95% t interval on the mean of `logs`; NaN bounds for one value."""
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return mean, NAN, NAN
-    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return mean, mean - half, mean + half
-
-
 def paired_speedup(baseline: dict[int, float], variant: dict[int, float]) -> Paired:
-    """`baseline` and `variant` map round -> median us of that round (clean rounds only)."""
+    """`baseline` and `variant` map round -> that round's figure, us (clean rounds only)."""
     rounds = sorted(set(baseline) & set(variant))
     if not rounds:
         return Paired(NAN, NAN, NAN, 0)
-    logs = [math.log(baseline[r] / variant[r]) for r in rounds]
-    mean, low, high = log_interval(logs)
-    return Paired(math.exp(mean), math.exp(low), math.exp(high), len(rounds))
+    b = [baseline[r] for r in rounds]
+    v = [variant[r] for r in rounds]
+    speedup = statistics.fmean(b) / statistics.fmean(v)
+    if len(rounds) < 2:
+        return Paired(speedup, NAN, NAN, 1)
+    # Delta method for a ratio of means: residuals of the baseline from speedup * variant.
+    residual = [x - speedup * y for x, y in zip(b, v)]
+    se_log = statistics.stdev(residual) / math.sqrt(len(rounds)) / statistics.fmean(b)
+    half = t95(len(rounds) - 1) * se_log
+    return Paired(speedup, speedup * math.exp(-half), speedup * math.exp(half), len(rounds))
+
+
+def mean_interval(figures: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): a row's time per call over its clean rounds' figures, with a 95% t
+    interval (NaN bounds for one round)."""
+    mean = statistics.fmean(figures)
+    if len(figures) < 2:
+        return mean, NAN, NAN
+    half = t95(len(figures) - 1) * statistics.stdev(figures) / math.sqrt(len(figures))
+    return mean, mean - half, mean + half
 
 
 @dataclass(frozen=True)

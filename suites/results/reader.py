@@ -145,8 +145,10 @@ class RunFolder:
 
     @cached_property
     def rounds(self) -> pd.DataFrame | None:
-        """rounds.csv, the same way."""
-        return self._numbers_table(ROUNDS_CSV)
+        """rounds.csv, the same way, at this version's schema (an older run's rounds have no
+        mean_us: upgrade.py)."""
+        frame = self._numbers_table(ROUNDS_CSV)
+        return None if frame is None else upgrade(ROUNDS_CSV, frame, self.version)
 
     @cached_property
     def kernels(self) -> pd.DataFrame:

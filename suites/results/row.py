@@ -29,9 +29,14 @@ class TimingStats:
     p90_us: float
     min_us: float
     iqr_rel: float
+    mean_us: float  # the headline: what a caller pays (see columns.py)
+    mean_low_us: float
+    mean_high_us: float
     cache: str = "n/a"
     rounds: int = 1  # clean rounds the summary comes from
     rounds_dropped: int = 0  # rounds timed but not used (contended, stalled, off, slow)
+    slow_calls: float = float("nan")
+    faults_per_call: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from suites.results.columns import KERNEL_DETAIL_COLUMNS, METRICS, empty
 from suites.results.journal import MEASUREMENTS_CSV, SCHEMA_VERSION
-from suites.results.tables import KERNELS_CSV
+from suites.results.tables import KERNELS_CSV, ROUNDS_CSV
 
 # measurements.csv's columns a row may be read without: every metric, and the identity a reader
 # can do without (the block's name, the device, which env.json says too). The others (the key,
@@ -45,8 +45,20 @@ def _from_0(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
 
 
+def _from_1(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 1 to 2: a row's time per call became the mean over calls (mean_us, what a caller
+    pays) with its interval; version 1 summarised a round and a row by the median of its calls.
+    That median is the only time per call such a run has, so it stands in as mean_us (the
+    interval, slow_calls and faults_per_call stay empty), in measurements.csv and rounds.csv
+    alike: an old run's us/call is its median, and its speedups stay as it computed them."""
+    if name in (MEASUREMENTS_CSV, ROUNDS_CSV) and "median_us" in frame.columns \
+            and "mean_us" not in frame.columns:
+        frame = frame.assign(mean_us=frame["median_us"])
+    return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
+
+
 # version -> the step from it to the next one.
-STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0}
+STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0, 1: _from_1}
 
 
 def upgrade(name: str, frame: pd.DataFrame, version: int) -> pd.DataFrame:

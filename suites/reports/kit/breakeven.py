@@ -44,8 +44,8 @@ def breakeven_table(rows: pd.DataFrame, suite: str, baseline: str) -> pd.DataFra
         elif b is None or b["status"] != Status.OK:
             entry["verdict"] = f"baseline {'not run' if b is None else b['status']}"
         else:
-            entry.update(compile_ms=row.compile_ms, baseline_us=b["median_us"],
-                         compile_us=row.median_us, saved_us=b["median_us"] - row.median_us)
+            entry.update(compile_ms=row.compile_ms, baseline_us=b["mean_us"],
+                         compile_us=row.mean_us, saved_us=b["mean_us"] - row.mean_us)
             entry["calls"], entry["verdict"] = _repaid_after(entry["compile_ms"], entry["saved_us"])
         out.append(entry)
     table = pd.DataFrame(out, columns=COLUMNS)

@@ -1,6 +1,6 @@
 """Overhead crossover, per (variant, dtype) of a suite.
 
-1. A two-parameter model of time per call: median_us = a + flops / R, a fixed cost per call
+1. A two-parameter model of time per call (us/call): t = a + flops / R, a fixed cost per call
    (Python, dispatch, launches) plus work at a throughput R. Fitted by least squares on the
    relative error, sum(((a + b*flops) - t) / t)^2 with b = 1/R: dividing each equation by its t
    makes it an ordinary linear least-squares problem, and keeps a 10 ms shape from drowning the
@@ -97,10 +97,10 @@ def fit_table(rows: pd.DataFrame, suite: str) -> tuple[pd.DataFrame, dict[tuple,
     """One row per (variant, dtype, choice) of a suite's ok rows (the choice of categorical
     parameters: another norm is another computation, not another size); and the fits, for the
     plot, by the same key."""
-    ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
+    ok = rows[(rows["status"] == Status.OK) & rows["mean_us"].notna()]
     out, fits = [], {}
     for (variant, dtype, choice), group in ok.groupby(["variant", "dtype", "choice"], sort=False):
-        fit = fit_overhead(group["flops"], group["median_us"])
+        fit = fit_overhead(group["flops"], group["mean_us"])
         host = group["host_us"]
         if not on_gpu(group["device"].iloc[0]):
             # On a CPU the compute ops run inside the host span: compare compute with the

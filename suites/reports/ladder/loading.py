@@ -116,7 +116,7 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     """speedup, its interval and device_ratio against the kept baseline (an ok row of the same
     case). A row whose baseline was kept from its own run keeps its paired speedup (timed in the
     same rounds; NaN when no round was clean for both); one whose baseline comes from another
-    run gets the ratio of the two medians, no interval, and `paired` False, so the table can
+    run gets the ratio of the two times per call, no interval, and `paired` False, so the table can
     say so."""
     ok = rows["status"] == Status.OK
     is_base = ok & (rows["variant"] == rows["suite"].map(baselines))
@@ -125,11 +125,11 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     base_run = keys.map(base["run"])
     same_run = ok & (base_run == rows["run"])
     other_run = ok & base_run.notna() & (base_run != rows["run"])
-    unpaired = keys.map(base["median_us"]).astype(float) / rows["median_us"]
+    unpaired = keys.map(base["mean_us"]).astype(float) / rows["mean_us"]
     device = keys.map(base["device_us"]).astype(float) / rows["device_us"]
     out = pd.DataFrame(index=rows.index)
     # An ok row with no paired speedup (no timing rounds: another tool's table, or an edited
-    # one) has nothing to keep: its medians' ratio stands, as for a baseline from another run.
+    # one) has nothing to keep: its ratio of times per call stands, as for a baseline from another run.
     unpaired_here = same_run & rows["rounds"].isna() & rows["speedup"].isna()
     out["speedup"] = np.where(same_run & ~unpaired_here, rows["speedup"],
                               np.where(other_run | unpaired_here, unpaired, np.nan))

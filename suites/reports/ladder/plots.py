@@ -35,7 +35,7 @@ def fit_plot(ok: pd.DataFrame, fits: dict[tuple[str, str], Fit], suite: str, pat
         grid = np.geomspace(rows["flops"].min() / 2, rows["flops"].max() * 2, 100)
         for (variant, choice), group in rows.groupby(["variant", "choice"], sort=False):
             label = f"{variant} {choice}".strip()
-            ax.scatter(group["flops"], group["median_us"], color=colors[label], label=label,
+            ax.scatter(group["flops"], group["mean_us"], color=colors[label], label=label,
                        zorder=3)
             fit = fits.get((variant, dtype, choice))
             if fit is not None:

@@ -15,7 +15,7 @@ from suites.results.columns import headers
 
 # The ladder's own columns, and measurement columns under the schema's headers.
 LADDER = {"suite": "block", "dtype": "dtype", "shape": "shape", "family": "family",
-          **headers(["variant", "status", "n_kernels", "device_us", "host_us", "median_us",
+          **headers(["variant", "status", "n_kernels", "device_us", "host_us", "mean_us",
                      "speedup", "speedup_low", "speedup_high", "device_ratio"]), "note": "note"}
 FITS = {"variant": "variant", "dtype": "dtype", "choice": "choice", "n_shapes": "shapes",
         "overhead_us": "overhead us", "tflops": "TFLOP/s", "balance_flops": "FLOPs where work = overhead",
@@ -33,7 +33,7 @@ TEXT_COLUMNS = ("suite", "machine", "dtype", "shape", "family", "variant", "choi
 INTRO = ("Each block of the ladder at its reference shape (the series' shape, from env.json; on a "
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
          "(the fastest ok variant where a family has several). Times are per call in microseconds: "
-         "median of the timing pass; device us and host us from the profiled pass (on a CPU, device "
+         "mean over calls of the timing pass (what a caller pays); device us and host us from the profiled pass (on a CPU, device "
          "us is the compute ops' self time). Speedup: baseline time / variant time, paired per timing round "
          "(both timed in the same rounds of one run), with its 95% interval; device ratio: the "
          "same ratio of the profile pass's device time, a separate pass, never mixed into the "
@@ -147,7 +147,7 @@ def markdown(ladder, out_dir) -> str:
     if len(c.dropped):
         parts += ["## Duplicates dropped", "", md_table(_dropped_display(c), DROPPED), ""]
     for part in ladder.suites:
-        parts += [f"## {part.title}", "", "### Overhead fit: median_us = overhead + FLOPs / throughput",
+        parts += [f"## {part.title}", "", "### Overhead fit: us/call = overhead + FLOPs / throughput",
                   "", md_table(display(part.fits, FITS), FITS), "",
                   "### Compile break-even", "",
                   md_table(display(part.breakeven, BREAKEVEN), BREAKEVEN) if len(part.breakeven)
@@ -159,7 +159,7 @@ def markdown(ladder, out_dir) -> str:
 
 def _suite_section(part) -> str:
     body = [hp.bullet_list(part.sentences),
-            "<h3>Overhead fit: median_us = overhead + FLOPs / throughput</h3>",
+            "<h3>Overhead fit: us/call = overhead + FLOPs / throughput</h3>",
             hp.table(display(part.fits, FITS), FITS, left=TEXT_COLUMNS),
             "<h3>Compile break-even</h3>",
             hp.table(display(part.breakeven, BREAKEVEN), BREAKEVEN, left=TEXT_COLUMNS)

@@ -154,7 +154,7 @@ def analyze(collection: Collection) -> Ladder:
 def _plots(ladder: Ladder, out_dir: Path) -> None:
     for part in ladder.suites:
         rows = part.rows
-        ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna() & (rows["flops"] > 0)]
+        ok = rows[(rows["status"] == Status.OK) & rows["mean_us"].notna() & (rows["flops"] > 0)]
         if ok.empty:
             continue
         part.plots = [plots.fit_plot(ok, part.curves, part.title,

@@ -21,9 +21,9 @@ from suites.results.columns import Status
 _OTHER_CHOICE = 1e6
 
 COLUMNS = ["suite", "machine", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
-           "device_us", "host_us", "median_us", "speedup", "speedup_low", "speedup_high",
+           "device_us", "host_us", "mean_us", "speedup", "speedup_low", "speedup_high",
            "device_ratio", "note"]
-_NUMBERS = ["n_kernels", "device_us", "host_us", "median_us", "speedup", "speedup_low",
+_NUMBERS = ["n_kernels", "device_us", "host_us", "mean_us", "speedup", "speedup_low",
             "speedup_high", "device_ratio"]
 DISAGREE = 1.5  # speedup and device ratio this far apart: the two passes saw different things
 
@@ -66,14 +66,14 @@ def _shapes(rows: pd.DataFrame, params: list[str]) -> list[dict]:
 
 
 def _family_row(rows: pd.DataFrame) -> tuple[pd.Series, str]:
-    ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
+    ok = rows[(rows["status"] == Status.OK) & rows["mean_us"].notna()]
     if ok.empty:  # nothing ran: show why, with the first variant's status
         others = ", ".join(rows["variant"].iloc[1:])
         return rows.iloc[0], (f"also not run: {others}" if others else "")
-    best = ok.loc[ok["median_us"].idxmin()]
+    best = ok.loc[ok["mean_us"].idxmin()]
     if len(ok) == 1:
         return best, ""
-    others = ", ".join(f"{r.variant} {plain(r.median_us)} us" for r in ok.itertuples()
+    others = ", ".join(f"{r.variant} {plain(r.mean_us)} us" for r in ok.itertuples()
                        if r.variant != best["variant"])
     return best, f"fastest of {len(ok)} ok ({others})"
 
@@ -82,7 +82,7 @@ def _pass_notes(row) -> list[str]:
     """Where the speedup must not be read alone: unpaired, or contradicted by the profile pass."""
     notes = []
     if row["status"] == Status.OK and not row.get("paired", True):
-        notes.append("speedup unpaired: its baseline comes from another run (ratio of medians)")
+        notes.append("speedup unpaired: its baseline comes from another run (ratio of the times per call)")
     s, d = row["speedup"], row["device_ratio"]
     if s == s and d == d and s > 0 and d > 0 and max(s / d, d / s) > DISAGREE:
         notes.append(f"passes disagree: timing {times(s)}, profile device time {times(d)}")

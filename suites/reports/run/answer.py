@@ -167,9 +167,9 @@ def where_time_goes(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str, 
     shares = []
     for _, rows in base.groupby("dtype", sort=False):
         ends = rows.iloc[[0, -1]] if len(rows) > 1 else rows
-        shares += [f"{r['exposed_overhead_us'] / r['median_us']:.0%} at {name(r)}"
+        shares += [f"{r['exposed_overhead_us'] / r['mean_us']:.0%} at {name(r)}"
                    for _, r in ends.iterrows()
-                   if r["median_us"] and r["exposed_overhead_us"] == r["exposed_overhead_us"]]
+                   if r["mean_us"] and r["exposed_overhead_us"] == r["exposed_overhead_us"]]
     overhead = f"; exposed overhead (host and launch work the device waits on) is " \
                f"{', '.join(shares)} of a call" if shares else ""
     return f"Where the time goes: {baseline} is {said}{overhead}."

@@ -27,11 +27,11 @@ from suites.results.columns import KEY, Status, headers
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.results.tables import MEASUREMENTS_CSV
 
-# rounds, GB/s, the modelled bytes and the profile's device ratio (its finding says when it
+# median us (with p10-p90), rounds, GB/s, the modelled bytes and the profile's device ratio (its finding says when it
 # disagrees) stay in measurements.csv: the table must fit 1400 px with the GPU-only columns
 # (kernel us, kernel speedup, launch us, SDPA backend) filled (tests/test_report_page.py).
 RESULT_COLUMNS = headers([
-    "case_id", "variant", "median_us", "p10_us", "p90_us", "speedup", "speedup_low",
+    "case_id", "variant", "mean_us", "mean_low_us", "mean_high_us", "speedup", "speedup_low",
     "speedup_high", "kernel_us", "kernel_speedup", "host_us", "device_us",
     "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "pct_peak", "peak_mem_mb",
     "backend", "first_call_ms", "scaled_err", "trace"])

@@ -18,16 +18,16 @@ def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str
 
 
 def _fastest(rows: pd.DataFrame) -> str:
-    ok = rows[(rows["status"] == Status.OK) & rows["median_us"].notna()]
+    ok = rows[(rows["status"] == Status.OK) & rows["mean_us"].notna()]
     noisy = int((rows["status"] == Status.NOISY).sum())
     if ok.empty:
         return f"no clean measurement: {noisy} variant(s) noisy" if noisy else "no variant ran"
-    best = ok.loc[ok["median_us"].idxmin()]
+    best = ok.loc[ok["mean_us"].idxmin()]
     if pd.isna(best.get("speedup")):  # no ok baseline, or no round both were clean in
-        return f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us (no paired speedup)"
+        return f"fastest: {best['variant']} at {plain(best['mean_us'], 4)} us (no paired speedup)"
     interval = ("" if pd.isna(best.get("speedup_low")) else
                 f", 95% interval {span(best['speedup_low'], best['speedup_high'])}")
-    return (f"fastest: {best['variant']} at {plain(best['median_us'], 4)} us "
+    return (f"fastest: {best['variant']} at {plain(best['mean_us'], 4)} us "
             f"({times(best['speedup'])} the "
             f"baseline, paired per round{interval})")
 

@@ -33,15 +33,15 @@ def op_shares(frame: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     per_call = per_call[per_call.set_index(["case_id", "variant"]).index.isin(rows.index)]
     totals = per_call.groupby(["case_id", "variant"])["total_us_per_call"].transform("sum")
     keys = pd.MultiIndex.from_frame(per_call[["case_id", "variant"]])
-    median = rows["median_us"].reindex(keys).to_numpy()
+    median = rows["mean_us"].reindex(keys).to_numpy()
     overhead = rows["exposed_overhead_us"].reindex(keys).fillna(0).to_numpy()
     device_share = ((median - overhead) / median).clip(0, 1)
     per_call["share"] = per_call["total_us_per_call"] / totals.where(totals > 0) * device_share
     top = per_call.groupby("kernel")["share"].sum().nlargest(TOP).index
     per_call["op"] = per_call["kernel"].where(per_call["kernel"].isin(top), OTHER)
     shares = per_call.groupby(["case_id", "variant", "op"], sort=False)["share"].sum().reset_index()
-    over = frame[frame["median_us"] > 0].assign(
-        op=OVERHEAD, share=(frame["exposed_overhead_us"] / frame["median_us"]).clip(0, 1))
+    over = frame[frame["mean_us"] > 0].assign(
+        op=OVERHEAD, share=(frame["exposed_overhead_us"] / frame["mean_us"]).clip(0, 1))
     over = over[over.set_index(["case_id", "variant"]).index.isin(keys)]
     return pd.concat([shares, over[["case_id", "variant", "op", "share"]].dropna()],
                      ignore_index=True)
@@ -67,7 +67,7 @@ def where_time_goes(frame: pd.DataFrame, kernels: pd.DataFrame, size_axis: str,
     fig, axes = plt.subplots(len(variants), len(dtypes), squeeze=False, sharey=True,
                              figsize=(5.5 * len(dtypes), height))
     # Two lines: one line is wider than a single dtype's panel, and the figure would cut it.
-    fig.suptitle("Where a call's time goes, per op\n(share of the median; hatched: exposed "
+    fig.suptitle("Where a call's time goes, per op\n(share of the time per call; hatched: exposed "
                  "host and launch overhead)", fontsize=10)
     for r, variant in enumerate(variants):
         for c, dtype in enumerate(dtypes):

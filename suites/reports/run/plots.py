@@ -31,8 +31,9 @@ def _lines(frame, size_axis, params, value, ax, log_y=True):
     for name, group in frame.assign(series=frame.apply(label, axis=1)).groupby("series", sort=False):
         group = group.sort_values(size_axis)
         ax.plot(group[size_axis], group[value], marker="o", label=name)
-        if value == "median_us":
-            ax.fill_between(group[size_axis], group["p10_us"], group["p90_us"], alpha=0.15)
+        if value == "mean_us":
+            ax.fill_between(group[size_axis], group["mean_low_us"], group["mean_high_us"],
+                            alpha=0.15)
     ax.set_xscale("log", base=2)
     if log_y:
         ax.set_yscale("log")
@@ -52,8 +53,9 @@ def _against_size(frame, size_axis, params, column: str, title: str, ylabel: str
 
 
 def time_vs_size(frame, size_axis, params, path: Path) -> Path:
-    return _against_size(frame, size_axis, params, "median_us",
-                         "Time per call (median; band: p10 to p90)", "time per call (us)", path)
+    return _against_size(frame, size_axis, params, "mean_us",
+                         "Time per call (mean over calls; band: its 95% interval)",
+                         "time per call (us)", path)
 
 
 def peak_memory(frame, size_axis, params, path: Path) -> Path:
@@ -98,7 +100,7 @@ def _bars(frame, size_axis, ax, stacks: list[tuple[str, str]], fractions: bool):
 def breakdown(frame, size_axis, path: Path) -> Path:
     fig, dtype_axes = panels(frame, "Where a call's time goes: device work (solid) vs exposed host "
                                  "and launch overhead (pale), share of the median", 4.5)
-    data = frame.assign(device_part=frame["median_us"] - frame["exposed_overhead_us"])
+    data = frame.assign(device_part=frame["mean_us"] - frame["exposed_overhead_us"])
     for dtype, ax in dtype_axes:
         _bars(data[data["dtype"] == dtype], size_axis, ax,
               [("device_part", ""), ("exposed_overhead_us", "//")], fractions=True)

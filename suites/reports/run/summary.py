@@ -7,7 +7,7 @@ from suites.reports.kit.banner import banner_lines
 from suites.common.numbers import num
 from suites.results.columns import Status, headers
 
-COLUMNS = headers(["case_id", "variant", "median_us", "speedup", "speedup_low", "speedup_high",
+COLUMNS = headers(["case_id", "variant", "mean_us", "speedup", "speedup_low", "speedup_high",
                    "kernel_us", "kernel_speedup", "n_kernels", "host_us", "device_us", "tflops", "first_call_ms"])
 
 
