@@ -2,6 +2,7 @@
 outputs, and one comparison of real runs of run_suite.py."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,12 @@ import pandas as pd
 import pytest
 
 from suites.reports.compare.command import main
-from suites.reports.compare.loading import round_medians
+from suites.reports.compare.decision import FLOOR, change, note
+from suites.reports.compare.drift import DRIFT_SD
 from suites.reports.compare.joined import Rule
-from suites.reports.compare.decision import NOISE_FLOOR, change
+from suites.reports.compare.loading import clean_rounds, round_figures
 from suites.reports.kit.change import Change
-from suites.results.intervals import ratio_ci
+from suites.results.intervals import aa_drift_sd, run_ratio
 from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,84 +26,98 @@ OUTPUTS = ["compare.csv", "compare.md", "compare.html", "compare.png"]
 
 # --- the decision, on synthetic rounds -----------------------------------------------------
 
-def noisy(median, n, seed, spread=0.05):
-    """Skewed like real per-call times: a floor plus a lognormal tail."""
-    rng = np.random.default_rng(seed)
-    return median * (1 - spread) + median * spread * rng.lognormal(0.0, 0.5, n)
-
-
 def rounds(median, n, seed, spread=0.03):
-    """Round medians: each round lands in its own machine state, a few % apart."""
+    """Round figures: each round lands in its own machine state, a few % apart."""
     return median * np.exp(np.random.default_rng(seed).normal(0.0, spread, n))
 
 
 def test_clearly_faster():
     a, b = rounds(100.0, 5, 1), rounds(50.0, 5, 2)
-    ci = ratio_ci(a, b)
-    assert ci.high < 1.0 and ci.low <= ci.ratio <= ci.high
-    assert 0.45 < ci.ratio < 0.55
-    assert change(ci) == Change.FASTER
-    assert change(ratio_ci(b, a)) == Change.SLOWER
+    r = run_ratio(a, b, DRIFT_SD)
+    assert r.high < 1.0 and r.low <= r.ratio <= r.high
+    assert 0.45 < r.ratio < 0.55
+    assert change(r) == Change.FASTER
+    assert change(run_ratio(b, a, DRIFT_SD)) == Change.SLOWER
 
 
-def test_a_change_of_1_3x_is_called_and_a_a_is_not():
-    called = sum(change(ratio_ci(rounds(100.0, 5, s), rounds(130.0, 5, 100 + s)))
-                 == Change.SLOWER for s in range(50))
-    a_a = [change(ratio_ci(rounds(100.0, 5, s), rounds(100.0, 5, 100 + s))) for s in range(50)]
-    # A/A is never called a change; a few of its intervals reach across the floor: unclear.
-    assert called >= 45 and a_a.count(Change.SAME) >= 45
-    assert Change.FASTER not in a_a and Change.SLOWER not in a_a
+def verdicts(ratio, draws=2000, n=10, noise=0.05, drift=0.0):
+    rng = np.random.default_rng(int(ratio * 1000) + n)
+    return [change(run_ratio(100.0 * np.exp(rng.normal(0, noise, n)),
+                             100.0 * ratio * np.exp(rng.normal(0, noise, n)), drift))
+            for _ in range(draws)]
 
 
-def test_a_shift_below_the_noise_floor_is_the_same():
-    # 3% slower in very steady rounds: the interval excludes 1, yet below the floor.
-    a, b = rounds(100.0, 8, 5, spread=0.002), rounds(103.0, 8, 6, spread=0.002)
-    ci = ratio_ci(a, b)
-    assert ci.low > 1.0
-    assert change(ci, floor=NOISE_FLOOR) == Change.SAME
-    assert change(ci, floor=0.0) == Change.SLOWER
+def test_a_1_15x_slowdown_is_called_and_a_a_is_not():
+    """10 rounds a side at 5% round noise, no drift: a true 1.15x is called slower in >= 90% of
+    2000 draws; A/A faster or slower in <= 1.7% of them."""
+    assert verdicts(1.15).count(Change.SLOWER) >= 0.90 * 2000
+    a_a = verdicts(1.0)
+    assert a_a.count(Change.FASTER) + a_a.count(Change.SLOWER) <= 0.017 * 2000
+
+
+def test_equivalent_needs_the_90_percent_interval_within_the_floor():
+    steady = [100.0, 100.4, 99.7, 100.2, 99.8, 100.1]
+    a, b = steady, [v * 1.03 for v in steady]  # 3% slower, very steady rounds
+    r = run_ratio(a, b, drift_sd=0.0)
+    assert r.low > 1.0 and r.eq_high < 1.05  # a shift, inside +-5%: equivalence comes first
+    assert change(r, floor=FLOOR) == Change.EQUIVALENT
+    assert "within the 5% floor" in note(r, FLOOR, Change.EQUIVALENT)
+    assert change(r, floor=0.02) == Change.SLOWER  # the 90% interval reaches past 1.02
+    wide = run_ratio(a, b, drift_sd=0.03)  # the same rounds with drift: not shown either way
+    assert wide.eq_high > 1.05 and wide.low < 1.0
+    assert change(wide, floor=FLOOR) == Change.INCONCLUSIVE
+    said = note(wide, FLOOR, Change.INCONCLUSIVE)
+    assert said.startswith(f"detectable: {wide.mde:.0%}; ") and "A/A control" in said
 
 
 def test_the_spread_inside_a_round_does_not_decide():
-    """Thousands of tight samples per round, but rounds 30% apart: a 10% shift is unclear, its
-    interval reaching across the noise floor (neither called a change nor the same)."""
+    """Thousands of tight samples per round, but rounds 30% apart: a 10% shift is inconclusive,
+    and the note asks for more rounds (the round noise, not the drift, limits it)."""
     a, b = [100.0, 130.0, 100.0, 130.0], [110.0, 143.0, 110.0, 143.0]
-    assert change(ratio_ci(a, b)) == Change.UNCLEAR
+    r = run_ratio(a, b, drift_sd=0.01)
+    assert change(r) == Change.INCONCLUSIVE
+    assert "more rounds (timing.rounds) would tell" in note(r, FLOOR, Change.INCONCLUSIVE)
 
 
-def test_round_medians_leave_out_rounds_that_were_not_clean():
+def test_clean_rounds_by_the_mean_where_there_is_one_else_the_median():
     key = {"suite": "s", "case_id": "c", "variant": "v"}
-    samples = pd.DataFrame([{**key, "round": r, "sample": i, "time_us": 10.0 * (r + 1) + i}
-                            for r in range(3) for i in range(3)])
-    states = pd.DataFrame([{**key, "round": r, "state": "contended" if r == 1 else "clean"}
-                           for r in range(3)])
-    got = round_medians(samples, states)[("s", "c", "v")]
-    assert list(got) == [11.0, 31.0]
-    assert list(round_medians(samples, None)[("s", "c", "v")]) == [11.0, 21.0, 31.0]
-    assert round_medians(samples.drop(columns="round"), None) == {}  # an old run: no rounds
+    table = pd.DataFrame([{**key, "round": r, "median_us": 10.0 * (r + 1), "mean_us": 11.0 * (r + 1),
+                           "state": "contended" if r == 1 else "clean"} for r in range(3)])
+    clean = clean_rounds(table, "run")
+    assert list(round_figures(clean, "mean_us")[("s", "c", "v")]) == [11.0, 33.0]
+    assert list(round_figures(clean, "median_us")[("s", "c", "v")]) == [10.0, 30.0]
+    older = clean_rounds(table.drop(columns="mean_us"), "run")
+    assert round_figures(older, "mean_us") == {}  # an older folder: no mean to read
+    assert clean_rounds(None, "run").empty  # no rounds.csv: nothing to judge by
 
 
 # --- two run folders written by hand ---------------------------------------------------------
 
-def write_run(folder: Path, rows, commit="abc1234", n=12, seed=0, n_rounds=5):
-    """rows: (case_id, variant, status, reason, median_us); samples, in rounds, for ok rows."""
+def write_run(folder: Path, rows, commit="abc1234", seed=0, n_rounds=5, spread=0.03,
+              preset="quick", device="cpu", threads=2, mean=False):
+    """rows: (case_id, variant, status, reason, median_us); rounds.csv's clean rounds for ok rows
+    (with `mean_us` when `mean`: 2% above the median, as a skewed call distribution puts it)."""
     folder.mkdir(parents=True)
-    records, samples = [], []
+    records, round_rows = [], []
     for i, (case_id, variant, status, reason, median) in enumerate(rows):
         records.append(dict(suite="matmul_add", op="matmul_add", case_id=case_id, variant=variant,
                             dtype="float32", status=status, reason=reason,
                             median_us=median if status == "ok" else np.nan))
         if status == "ok":
-            for r, level in enumerate(rounds(median, n_rounds, seed * 1000 + i)):
-                samples += [dict(suite="matmul_add", case_id=case_id, variant=variant, round=r,
-                                 sample=s, time_us=t)
-                            for s, t in enumerate(noisy(level, n, seed * 1000 + i + r))]
+            for r, level in enumerate(rounds(median, n_rounds, seed * 1000 + i, spread)):
+                round_rows.append(dict(suite="matmul_add", case_id=case_id, variant=variant,
+                                       round=r, position=0, n_samples=12, median_us=level,
+                                       **({"mean_us": level * 1.02} if mean else {}),
+                                       state="clean", reason=""))
     pd.DataFrame(records).to_csv(folder / "measurements.csv", index=False)
-    pd.DataFrame(samples).to_csv(folder / "samples.csv", index=False)
+    pd.DataFrame(round_rows).to_csv(folder / "rounds.csv", index=False)
     env = {"created": "2026-01-01T10:00:00", "fusebench_commit": commit, "torch": "2.13.0+cpu",
-           "device": "cpu", "cpu": "Test CPU", "threads": 2, "suite": "matmul_add",
-           "timing": {"preset": "quick"}}
+           "device": device, "cpu": "Test CPU", "threads": threads, "suite": "matmul_add",
+           "timing": {"preset": preset}}
     (folder / "env.json").write_text(json.dumps(env))
+    config = {"suite": {"name": "matmul_add"}, "device": "auto",
+              "timing": {"preset": preset, "rounds": n_rounds, "threads": "auto"}}
+    (folder / "run.json").write_text(json.dumps({"state": "complete", "config": config}))
     return folder
 
 
@@ -111,45 +127,176 @@ def two_runs(tmp_path):
                                    ("M64", "addmm", "ok", "", 80.0),
                                    ("M128", "eager", "ok", "", 200.0),
                                    ("M128", "addmm", "ok", "", 150.0),
-                                   ("M16", "eager", "ok", "", 10.0)], commit="aaaaaaa", seed=1)
+                                   ("M16", "eager", "ok", "", 10.0)], commit="aaaaaaa", seed=1,
+                  spread=0.005)
     b = write_run(tmp_path / "b", [("M64", "eager", "ok", "", 50.0),
                                    ("M64", "addmm", "ok", "", 120.0),
                                    ("M128", "eager", "ok", "", 200.0),
                                    ("M128", "addmm", "skipped", "needs a CUDA GPU", 0.0),
-                                   ("M256", "eager", "ok", "", 400.0)], commit="bbbbbbb", seed=2)
+                                   ("M256", "eager", "ok", "", 400.0)], commit="bbbbbbb", seed=2,
+                  spread=0.005)
     return a, b
 
 
 def test_every_row_is_listed_with_its_verdict(two_runs, tmp_path, capsys):
+    """Steady rounds (0.5% apart) and a drift of 1% given: 2x faster, 1.5x slower and the same
+    time are each told; every row of either side is listed."""
     a, b = two_runs
     out = tmp_path / "out"
-    assert main([str(a), str(b), "--out", str(out)]) == 0
+    assert main([str(a), str(b), "--out", str(out), "--drift-sd", "0.01"]) == 0
     frame = pd.read_csv(out / "compare.csv", keep_default_na=False, na_values=[""])
     got = {(r.case_id, r.variant): r for r in frame.itertuples()}
     assert len(frame) == 6
     assert got[("M64", "eager")].verdict == "faster"
     assert got[("M64", "eager")].ci_high < 1.0
     assert got[("M64", "addmm")].verdict == "slower"
-    assert got[("M128", "eager")].verdict == "same"
+    assert got[("M128", "eager")].verdict == "equivalent"
+    equivalent = got[("M128", "eager")]
+    assert 1 / 1.05 <= equivalent.eq_low <= equivalent.eq_high <= 1.05
+    assert equivalent.ci_low <= equivalent.eq_low and 0 < equivalent.mde < 0.1
+    assert equivalent.drift_sd == 0.01
     skipped = got[("M128", "addmm")]
     assert skipped.verdict == "not comparable" and skipped.status_b == "skipped"
     assert "needs a CUDA GPU" in skipped.note
     assert got[("M16", "eager")].verdict == "only in A"
     assert got[("M256", "eager")].verdict == "only in B"
     assert list(frame.columns) == ["suite", "case_id", "variant", "dtype", "median_a_us",
-                                   "median_b_us", "ratio", "ci_low", "ci_high", "verdict", "n_a",
-                                   "n_b", "status_a", "status_b", "note"]
+                                   "median_b_us", "ratio", "ci_low", "ci_high", "eq_low",
+                                   "eq_high", "verdict", "mde", "drift_sd", "n_a", "n_b",
+                                   "status_a", "status_b", "note"]
     for name in OUTPUTS:
         assert (out / name).is_file(), name
     assert (out / "compare.png").stat().st_size > 15_000  # a real plot, not an empty canvas
     md = (out / "compare.md").read_text()
-    assert "aaaaaaa" in md and "bbbbbbb" in md and "1 faster" in md
+    assert "aaaaaaa" in md and "bbbbbbb" in md
+    assert "6 rows: 1 faster, 1 slower, 1 equivalent, 1 not comparable, 1 only in A, 1 only " \
+        "in B" in md
+    assert "| 99% CI | 90% CI | verdict | mde |" in md
     html = (out / "compare.html").read_text()
-    assert "data:image/png;base64," in html and "bbbbbbb" in html
+    assert "data:image/png;base64," in html and "bbbbbbb" in html and "equivalent" in html
     stdout = capsys.readouterr().out
     assert "| M16 | eager |" in stdout
     assert stdout.strip().endswith(f"compare folder: {out}")
-    assert "noise floor: 10%" in stdout
+    assert "floor: 5% (equivalent: the 90% interval" in stdout
+    assert "round figure: median_us of rounds.csv" in stdout
+    assert "drift: given: 1.0%" in stdout
+    assert "warning" not in stdout  # the two runs share their settings
+
+
+def test_the_default_drift_leaves_a_moderate_change_inconclusive(two_runs, tmp_path, capsys):
+    """No A/A control: the default drift of this shared machine; 1.5x is then within what two
+    runs drift apart, so inconclusive, and the note says what would tell."""
+    a, b = two_runs
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    got = pd.read_csv(tmp_path / "out" / "compare.csv").set_index(["case_id", "variant"])
+    assert got.loc[("M64", "eager"), "verdict"] == "faster"  # 2x is seen all the same
+    row = got.loc[("M64", "addmm")]
+    assert row["verdict"] == "inconclusive" and row["drift_sd"] == DRIFT_SD
+    assert row["note"] == (f"detectable: {row['mde']:.0%}; the default drift limits it: an A/A "
+                           "control (timing.aa_control=true) in both runs would tell, more "
+                           "rounds alone would not")
+    stdout = capsys.readouterr().out
+    assert f"drift: default {DRIFT_SD:.0%}: no A/A control (aa_control) in A or B" in stdout
+    assert "inconclusive: neither a change" in stdout
+
+
+AA_ROWS = [(f"M{m}", v, "ok", "", t * m / 64) for m in (64, 128, 256, 512)
+           for v, t in (("eager", 100.0), ("aa_control", 100.0))]
+
+
+def _with_offsets(rows, offsets):
+    """The aa_control copies moved by a known offset per case (the drift of a copy)."""
+    return [(c, v, s, r, t * (offsets[i // 2] if v == "aa_control" else 1.0))
+            for i, (c, v, s, r, t) in enumerate(rows)]
+
+
+def test_drift_from_the_a_a_control_of_both_runs(tmp_path, capsys):
+    """Both runs carry an A/A control: its copies land 2-4% off the baseline, so the drift is
+    estimated from them (not the 12% default), and a 1.3x change becomes visible."""
+    a_rows = _with_offsets(AA_ROWS, [1.04, 1 / 1.03, 1.02, 1 / 1.04])
+    # B slows M64 down 1.3x: its code, so both copies of it (the A/A control is the baseline).
+    b_rows = _with_offsets([(c, v, s, r, t * (1.3 if c == "M64" else 1.0))
+                            for c, v, s, r, t in AA_ROWS], [1 / 1.02, 1.03, 1 / 1.04, 1.02])
+    a = write_run(tmp_path / "a", a_rows, seed=1, spread=0.005)
+    b = write_run(tmp_path / "b", b_rows, seed=2, spread=0.005)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    got = pd.read_csv(tmp_path / "out" / "compare.csv").set_index(["case_id", "variant"])
+    cases = []
+    for folder in (a, b):
+        table = pd.read_csv(folder / "rounds.csv").set_index(["case_id", "round", "variant"])
+        logs = np.log(table["median_us"].xs("aa_control", level=2)
+                      / table["median_us"].xs("eager", level=2))
+        cases += [group.to_numpy() for _, group in logs.groupby(level=0)]
+    expected = aa_drift_sd(cases)
+    assert 0.015 < expected < 0.04
+    assert got["drift_sd"].iloc[0] == pytest.approx(expected)
+    assert got.loc[("M64", "eager"), "verdict"] == "slower"
+    assert (got.drop(index="M64", level=0)["verdict"] != "slower").all()
+    stdout = capsys.readouterr().out
+    assert f"drift: from the A/A control, 8 cases: {expected:.1%}" in stdout
+
+    plain = write_run(tmp_path / "plain", [r for r in b_rows if r[1] != "aa_control"], seed=3)
+    assert main([str(a), str(plain), "--out", str(tmp_path / "out2")]) == 0
+    assert f"drift: default {DRIFT_SD:.0%}: no A/A control (aa_control) in B" in \
+        capsys.readouterr().out
+
+
+def test_settings_the_runs_do_not_share_are_warned_of_first(tmp_path, capsys):
+    rows = [("M64", "eager", "ok", "", 100.0)]
+    a = write_run(tmp_path / "a", rows, preset="quick", threads=1)
+    b = write_run(tmp_path / "b", rows, preset="default", threads=2, seed=1)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    stdout = capsys.readouterr().out.splitlines()
+    assert stdout[:2] == ["warning: A and B differ in threads: A 1, B 2",
+                          "warning: A and B differ in timing preset: A quick, B default"]
+    for name in ("compare.md", "compare.html"):
+        text = (tmp_path / "out" / name).read_text()
+        assert "timing preset: A quick, B default" in text and "threads: A 1, B 2" in text
+
+    c = write_run(tmp_path / "c", rows, n_rounds=10, seed=2)  # one preset, a timing override
+    assert main([str(a), str(c), "--out", str(tmp_path / "out2")]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [
+        "warning: A and B differ in threads: A 1, B 2",
+        "warning: A and B differ in timing.rounds: A 5, B 10"]
+
+
+def test_runs_on_different_kinds_of_device_are_refused(tmp_path, capsys):
+    rows = [("M64", "eager", "ok", "", 100.0)]
+    a = write_run(tmp_path / "a", rows, device="cpu")
+    b = write_run(tmp_path / "b", rows, device="cuda", seed=1)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "device: A cpu, B cuda" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_mean_is_the_round_figure_where_both_sides_have_it(tmp_path, capsys):
+    rows = [("M64", "eager", "ok", "", 100.0)]
+    a = write_run(tmp_path / "a", rows, mean=True)
+    b = write_run(tmp_path / "b", rows, mean=True, seed=1)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    assert "round figure: mean_us of rounds.csv, both sides\n" in capsys.readouterr().out
+    old = write_run(tmp_path / "old", rows, seed=2)  # written before the mean: the median
+    assert main([str(a), str(old), "--out", str(tmp_path / "out2")]) == 0
+    assert "round figure: median_us of rounds.csv, both sides (the mean over calls is missing" \
+        in capsys.readouterr().out
+
+
+def test_an_old_folder_is_read_by_its_round_medians(tmp_path, capsys):
+    """tests/fixtures/run_folders/schema_v0: a real folder from before the mean; its rows are
+    judged on rounds.csv's median_us."""
+    v0 = ROOT / "tests" / "fixtures" / "run_folders" / "schema_v0"
+    again = tmp_path / "again"
+    shutil.copytree(v0, again)
+    assert main([str(v0), str(again), "--out", str(tmp_path / "out")]) == 0
+    stdout = capsys.readouterr().out
+    assert "round figure: median_us of rounds.csv" in stdout
+    frame = pd.read_csv(tmp_path / "out" / "compare.csv")
+    clean = pd.read_csv(v0 / "rounds.csv").query("state == 'clean'")
+    counts = clean.groupby(["case_id", "variant"]).size()
+    assert list(frame["n_a"]) == [counts[(c, v)] for c, v in zip(frame["case_id"],
+                                                                  frame["variant"])]
+    assert (frame["ratio"] == 1).all() and not frame["verdict"].isin(["faster", "slower"]).any()
 
 
 def test_too_few_rounds_or_a_noisy_row_is_not_comparable(tmp_path, capsys):
@@ -190,7 +337,9 @@ def test_a_row_in_two_runs_of_one_side_is_an_error(two_runs, tmp_path, capsys):
 
 @pytest.mark.parametrize("args", [["{tmp}/missing", "{b}"], ["{tmp}/empty", "{b}"],
                                   ["{b}", "{b}/measurements.csv/x"], ["{b}"],
-                                  ["{b}", "{b}", "--noise-floor", "10"]])
+                                  ["{b}", "{b}", "--floor", "10"],
+                                  ["{b}", "{b}", "--noise-floor", "0"],
+                                  ["{tmp}/a", "{b}", "--drift-sd", "-0.1"]])
 def test_bad_input_is_one_line_and_exit_code_2(two_runs, tmp_path, capsys, args):
     (tmp_path / "empty").mkdir()
     argv = [x.format(tmp=tmp_path, b=two_runs[1]) for x in args]
@@ -228,7 +377,7 @@ def test_real_runs_and_a_multirun_folder(tmp_path):
     assert len(frame) == 2
     # Real timings on a shared machine: any decided verdict is fine, a hole is not; a row the
     # machine's load made noisy is the one allowed exception, and says so.
-    decided = frame[frame["verdict"].isin(list(Change))]
+    decided = frame[frame["verdict"].isin(list(Change))]  # any of the four
     rest = frame.drop(decided.index)
     assert (rest["status_a"].eq("noisy") | rest["status_b"].eq("noisy")).all(), rest.to_string()
     assert decided["ci_low"].le(decided["ci_high"]).all() and (decided["n_a"] >= 3).all()

@@ -39,7 +39,7 @@ def test_family_lines_count_classes_and_say_why_a_family_has_none():
     name = answer.case_namer(frame, "M", PARAMS)
     lines = answer.family_lines(frame, "eager", name)
     assert lines[0] == ("the fused library call (addmm): faster in 2 of 3 rows (1.1x-1.3x), "
-                        "the same within 2% in 1 (1x)")
+                        "equivalent within 2% in 1 (1x)")
     assert lines[1].startswith("torch.compile (compile): faster in 1 of 3 rows (1.2x), "
                                "slower in 2 (0.5x-0.9x); repays its first call (150 ms) after ")
     assert lines[1].endswith("at M1024; it repays it at 1 of 3 cases")

@@ -104,7 +104,7 @@ def test_compare_reads_it_against_itself_under_another_path(v0, tmp_path, capsys
     assert compare([str(v0), str(again), "--out", str(tmp_path / "compare")]) == 0
     summary = [line for line in capsys.readouterr().out.splitlines()
                if line.startswith("4 rows: ")]
-    # Identical rounds: never faster or slower (same, or unclear where 3 rounds spread wide).
+    # Identical rounds: never faster or slower (equivalent, or inconclusive where 3 rounds spread wide).
     assert summary and "faster" not in summary[0] and "slower" not in summary[0]
     rows = pd.read_csv(tmp_path / "compare" / "compare.csv")
     assert len(rows) == 4 and (rows["ratio"] == 1).all()

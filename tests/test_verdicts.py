@@ -22,8 +22,8 @@ NAN = math.nan
 
 
 @pytest.mark.parametrize("low, high, expected", [
-    (1.4, 1.6, Change.FASTER), (0.45, 0.55, Change.SLOWER), (0.99, 1.01, Change.SAME),
-    (0.95, 1.1, Change.UNCLEAR), (NAN, NAN, Change.UNCLEAR)])
+    (1.4, 1.6, Change.FASTER), (0.45, 0.55, Change.SLOWER), (0.99, 1.01, Change.EQUIVALENT),
+    (0.95, 1.1, Change.INCONCLUSIVE), (NAN, NAN, Change.INCONCLUSIVE)])
 def test_classify(low, high, expected):
     assert classify(low, high, SAME_WITHIN) == expected
 
@@ -46,7 +46,7 @@ def test_the_answer_groups_sizes_into_stretches_with_intervals():
     (line,) = lines_by_size(frame, "M", ["M", "N", "K"], "eager")
     # The noisy M256 breaks the stretch: no verdict covers a size that was not measured.
     assert line == ("compile (compile), fp32: slower at M64 to M128: 0.52x-0.6x; noisy at M256; "
-                    "the same within 2% at M512 to M1024: 1x-1x")
+                    "equivalent within 2% at M512 to M1024: 1x-1x")
     one = lines_by_size(frame[frame["M"] <= 64], "M", ["M", "N", "K"], "eager")
     assert one == ["compile (compile), fp32: slower at M64: 0.52x (0.49-0.55)"]
 

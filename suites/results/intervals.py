@@ -1,5 +1,5 @@
-"""Every interval the tool computes, each a 95% interval from timing rounds: the speedup paired
-per round (one run: the run report and the ladder) and the ratio of two runs' times (compare).
+"""Every interval the tool computes from timing rounds: the speedup paired per round (one run: the
+run report and the ladder; 95%) and the ratio of two runs' times (compare; 99% and 90%).
 
 Paired: within one round the baseline and the variant were timed back to back, so a slow drift
 of the machine (another job starting, the clock stepping) moves both; their ratio in that round
@@ -11,12 +11,19 @@ baseline - speedup * variant across rounds), taken in logs and with Student's t 
 (few of them), so a 2x speedup and a 2x slowdown are equally far from 1 and a drift shared by a
 round cancels to first order.
 
-Two runs: no round of one run pairs with a round of the other, so each side's clean round
-medians are taken as independent draws (in logs again) and Welch's t interval on the difference
-of the mean logs gives the ratio's interval: unequal spreads and round counts are allowed. The
-unit of evidence is a round's median, not a call: the calls inside one round share one machine
-state, so their spread says how steady that state was, not how much the next round or the next
-run will differ (on a shared machine that is the spread that matters).
+Two runs (compare, `run_ratio`): no round of one run pairs with a round of the other, so each
+side's clean round figures are taken as independent draws (in logs again). The unit of evidence
+is a round, not a call: the calls inside one round share one machine state, so their spread says
+how steady that state was, not how much the next round or the next run will differ. Nor do the
+rounds say it all: two runs of one commit land in different machine states (memory placement,
+the neighbours' jobs, the clock) by more than their rounds show, so each run carries an offset
+of its own, its drift, with a standard deviation `drift_sd` (in logs, about a fraction). The log
+ratio's variance is then the round noise of both sides (Welch) plus twice the drift variance,
+one offset per run; its degrees of freedom by Welch-Satterthwaite, the drift part counted as
+known (infinite degrees of freedom: it comes from a fixed constant or many cases, not from these
+rounds). From that: a 99% interval (decides faster or slower), a 90% interval (two one-sided
+tests of equivalence at 5%) and the minimum detectable change (the smallest true slowdown this
+pair would call slower with 80% power).
 """
 from __future__ import annotations
 
@@ -73,25 +80,143 @@ def mean_interval(figures: list[float]) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+# Student's t for any (real) degrees of freedom, without scipy: the CDF through the regularized
+# incomplete beta function (its continued fraction, evaluated by the modified Lentz method), and
+# a quantile by Newton's method kept inside a bracket (bisection where a step would leave it).
+_TINY = 1e-300
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (converges for x < (a+1)/(a+b+2))."""
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > _TINY else _TINY)
+    fraction = d
+    for m in range(1, 300):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > _TINY else _TINY
+            fraction *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return fraction
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), regularized: the share of the Beta(a, b) distribution below x."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, dof: float) -> float:
+    """P(T <= t) for Student's t with `dof` degrees of freedom (math.inf: the normal)."""
+    if math.isinf(dof):
+        return statistics.NormalDist().cdf(t)
+    tail = 0.5 * _incomplete_beta(dof / 2, 0.5, dof / (dof + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def _t_pdf(t: float, dof: float) -> float:
+    log_scale = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
+    return math.exp(log_scale - (dof + 1) / 2 * math.log1p(t * t / dof))
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The t below which a share `p` of Student's t lies (dof > 0, real; math.inf: normal)."""
+    if not 0.0 < p < 1.0 or not dof > 0:
+        raise ValueError(f"t_quantile({p}, {dof}): p in (0, 1) and dof > 0")
+    normal = statistics.NormalDist().inv_cdf(p)
+    if math.isinf(dof) or dof > 1e7:
+        return normal
+    if p < 0.5:
+        return -t_quantile(1.0 - p, dof)
+    low, high = 0.0, max(1.0, normal)
+    while t_cdf(high, dof) < p:  # t's tails are heavier than the normal's: widen the bracket
+        low, high = high, 2 * high
+    t = min(max(normal, low), high)
+    for _ in range(100):
+        error = t_cdf(t, dof) - p
+        if abs(error) < 1e-13:
+            break
+        low, high = (t, high) if error < 0 else (low, t)
+        step = t - error / _t_pdf(t, dof)
+        t = step if low < step < high else (low + high) / 2
+    return t
+
+
 @dataclass(frozen=True)
-class RatioCI:
-    ratio: float  # exp(mean log B rounds - mean log A rounds): B's time over A's
-    low: float
+class RunRatio:
+    """B's time over A's for one row of two runs: its point, two intervals, and what it could
+    have seen. Bounds are ratios (B/A); `mde` a fraction (0.18: an 18% slowdown)."""
+    ratio: float     # exp(mean log B rounds - mean log A rounds)
+    low: float       # 99% interval: faster or slower when it excludes 1
     high: float
+    eq_low: float    # 90% interval: equivalent when it lies within the floor (two one-sided
+    eq_high: float   # tests at 5%)
+    mde: float       # the smallest true slowdown called slower with 80% power at 99%
+    se: float        # standard error of the log ratio, round noise and drift together
+    round_se: float  # its round-noise part alone (more rounds shrink it; drift they do not)
+    dof: float       # its degrees of freedom (math.inf: all drift, or no round noise)
 
 
-def _mean_var(values) -> tuple[float, float, int]:
+DECIDE_LEVEL = 0.99      # two-sided: a faster or slower call is wrong 1% of the time under A/A
+EQUIVALENCE_LEVEL = 0.90  # two one-sided tests at 5% each
+POWER = 0.80
+
+
+def _log_mean_var(values) -> tuple[float, float, int]:
     logs = [math.log(v) for v in values]
     return statistics.fmean(logs), statistics.variance(logs), len(logs)
 
 
-def ratio_ci(a_rounds, b_rounds) -> RatioCI:
-    """95% Welch interval of B/A from each side's round medians (at least 2 per side)."""
-    (ma, va, na), (mb, vb, nb) = _mean_var(a_rounds), _mean_var(b_rounds)
-    se2 = va / na + vb / nb
+def welch_dof(parts: list[tuple[float, float]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of variance parts, each (variance, its
+    dof); a part with infinite dof (known) adds to the sum and nothing to the denominator."""
+    total = sum(var for var, _ in parts)
+    spread = sum(var * var / dof for var, dof in parts if not math.isinf(dof) and var > 0)
+    return total * total / spread if spread > 0 else math.inf
+
+
+def run_ratio(a_rounds, b_rounds, drift_sd: float) -> RunRatio:
+    """The model of B/A from each side's clean round figures (at least 2 a side) and the drift
+    of one run (in logs): see the module's docstring."""
+    (ma, va, na), (mb, vb, nb) = _log_mean_var(a_rounds), _log_mean_var(b_rounds)
+    parts = [(va / na, na - 1), (vb / nb, nb - 1), (2 * drift_sd**2, math.inf)]
+    se, round_se = math.sqrt(sum(var for var, _ in parts)), math.sqrt(va / na + vb / nb)
     diff = mb - ma
-    if se2 == 0:
-        return RatioCI(math.exp(diff), math.exp(diff), math.exp(diff))
-    dof = se2**2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
-    half = t95(max(1, int(dof))) * math.sqrt(se2)
-    return RatioCI(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
+    if se == 0:  # identical rounds and no drift: nothing to scale an interval by
+        point = math.exp(diff)
+        return RunRatio(point, point, point, point, point, 0.0, 0.0, 0.0, math.inf)
+    dof = welch_dof(parts)
+    decide = t_quantile(1 - (1 - DECIDE_LEVEL) / 2, dof) * se
+    equivalence = t_quantile(1 - (1 - EQUIVALENCE_LEVEL) / 2, dof) * se
+    mde = math.expm1((t_quantile(1 - (1 - DECIDE_LEVEL) / 2, dof) + t_quantile(POWER, dof)) * se)
+    return RunRatio(math.exp(diff), math.exp(diff - decide), math.exp(diff + decide),
+                    math.exp(diff - equivalence), math.exp(diff + equivalence), mde, se, round_se,
+                    dof)
+
+
+MIN_AA_CASES = 3  # fewer cases and the drift's estimate is too loose to replace the default
+
+
+def aa_drift_sd(cases) -> float | None:
+    """The drift of one run (in logs) shown by an A/A control: `cases` holds, per case, the log
+    ratios log(aa_control / baseline) of the rounds both were clean in. A case's mean log ratio
+    carries two offsets, one per copy (as a B/A pair carries one per run), plus round noise:
+    mean square = 2 drift^2 + round noise of the mean, pooled over the cases. None with fewer
+    than MIN_AA_CASES cases of 2 paired rounds or more."""
+    usable = [list(c) for c in cases if len(c) >= 2]
+    if len(usable) < MIN_AA_CASES:
+        return None
+    mean_square = statistics.fmean(statistics.fmean(c) ** 2 for c in usable)
+    round_noise = statistics.fmean(statistics.variance(c) / len(c) for c in usable)
+    return math.sqrt(max(0.0, mean_square - round_noise) / 2)

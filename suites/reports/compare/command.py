@@ -1,14 +1,17 @@
-"""Compare two results folders, row by row: is B faster, slower or the same as A?
+"""Compare two results folders, row by row: is B faster, slower or equivalent to A, or can these
+runs not tell?
 
     python -m suites.compare results/matmul_add/2026-01-01_10-00-00 results/matmul_add/2026-01-02_10-00-00
     python -m suites.compare results/multirun/<time> other_machine/results --out cmp/
 
 Each side is a run folder or any folder holding run folders (a multirun sweep). Rows are joined
-on (suite, case_id, variant). Where both are ok with at least 3 clean timing rounds a side, a
-95% interval of B/A from the rounds' medians decides: faster when the whole interval is below
-1 / (1 + noise floor), slower when it is above 1 + noise floor, the same when it lies between,
-unclear when it reaches across either bound. Every row of either side is listed; noisy rows and
-rows with too few rounds are "not comparable", with the reason.
+on (suite, case_id, variant). Where both are ok with at least 3 clean timing rounds a side, the
+model of B/A (round noise of both sides plus each run's drift, from an A/A control where both
+runs carry one) decides: equivalent when its 90% interval lies within +-floor; else faster or
+slower when its 99% interval excludes 1; else inconclusive, with the smallest change the pair
+could have seen (mde). Every row of either side is listed; noisy rows and rows with too few
+rounds are "not comparable", with the reason. Settings the runs do not share are warned of
+first; runs on different kinds of device are refused.
 Writes compare.csv, compare.md, compare.html and compare.png; prints the table and the folder.
 """
 from __future__ import annotations
@@ -20,10 +23,11 @@ from pathlib import Path
 
 from suites.common import cli
 from suites.reports.compare import decision
-from suites.reports.compare.loading import load_side
-from suites.reports.compare.outputs import write_all
+from suites.reports.compare.drift import DRIFT_SD, differences, drifts
+from suites.reports.compare.loading import load_side, shared_figure
+from suites.reports.compare.outputs import warning_lines, write_all
 from suites.reports.compare.plot import write_plot
-from suites.reports.compare.joined import Rule, compare_rows, summary_lines
+from suites.reports.compare.joined import Basis, Rule, compare_rows, summary_lines
 from suites.common.errors import ConfigError
 
 DEFAULT_ROOT = Path("results") / "compare"  # next to the runs Hydra writes under results/
@@ -36,19 +40,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("run_b", type=Path, help="candidate: a run folder or a folder of runs")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"output folder (default: {DEFAULT_ROOT}/<time>, under the cwd)")
-    parser.add_argument("--noise-floor", dest="noise_floor", type=float,
-                        default=decision.NOISE_FLOOR,
-                        help="smallest relative change called faster or slower: the whole "
-                             "interval must clear 1 +- this, and lie within it to be called the "
-                             "same (default %(default)s, the A/A drift between runs measured on "
-                             "a shared machine)")
+    # --noise-floor: the flag's name before the floor became the equivalence band; kept so
+    # scripts that pass it still run.
+    parser.add_argument("--floor", "--noise-floor", dest="floor", type=float,
+                        default=decision.FLOOR,
+                        help="equivalence band: a row is equivalent when the 90%% interval of "
+                             "B/A lies within 1 +- this (default %(default)s)")
+    parser.add_argument("--drift-sd", dest="drift_sd", type=float, default=None,
+                        help="the drift of one run, as a fraction (sd of a run's offset), "
+                             "instead of the A/A control's or the default "
+                             f"({DRIFT_SD}, measured on a shared 2-core machine)")
     return parser
 
 
 def _rule(args) -> Rule:
-    if not 0 <= args.noise_floor < 1:
-        raise ConfigError(f"--noise-floor {args.noise_floor}: use a fraction in [0, 1), e.g. 0.1")
-    return Rule(args.noise_floor)
+    if not 0 < args.floor < 1:
+        raise ConfigError(f"--floor {args.floor}: use a fraction in (0, 1), e.g. 0.05")
+    if args.drift_sd is not None and not 0 <= args.drift_sd < 1:
+        raise ConfigError(f"--drift-sd {args.drift_sd}: use a fraction in [0, 1), e.g. 0.03")
+    return Rule(args.floor, drift_sd=args.drift_sd)
 
 
 def _out_dir(out: Path | None) -> Path:
@@ -74,17 +84,18 @@ def compare(args) -> Path:
     side_a, side_b = load_side(args.run_a, "A"), load_side(args.run_b, "B")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise ConfigError(f"--out {args.out}: exists and is not a folder")
-    frame = compare_rows(side_a, side_b, rule)
+    basis = Basis(rule, shared_figure(side_a, side_b), drifts(side_a, side_b, rule.drift_sd),
+                  differences(side_a, side_b))  # differences: an InputError across devices
+    frame = compare_rows(side_a, side_b, rule, basis.figure, basis.drift)
     summary = summary_lines(frame)
     out_dir = _out_dir(args.out)
-    plot = write_plot(frame, out_dir / "compare.png", rule.noise_floor)
-    table = write_all(out_dir, frame, side_a, side_b, rule, summary, plot)
+    plot = write_plot(frame, out_dir / "compare.png", rule.floor)
+    table = write_all(out_dir, frame, side_a, side_b, basis, summary, plot)
+    for line in warning_lines(basis):
+        print(line)
     print(table)
     print()
-    print("\n".join(side_a.incomplete + side_b.incomplete + summary))
-    print(f"noise floor: {rule.noise_floor:.0%} (faster or slower needs the whole 95% interval "
-          f"of B/A beyond 1 +- this, the same all of it within; from {rule.min_rounds} clean "
-          "rounds a side)")
+    print("\n".join(side_a.incomplete + side_b.incomplete + summary + basis.lines()))
     print(f"compare folder: {out_dir}")
     return out_dir
 

@@ -1,39 +1,44 @@
-"""Is B faster than A? Compare's decision on a row, from the 95% interval of B's time over A's
-(suites/results/intervals.py, `ratio_ci`, from each side's clean round medians).
+"""Is B faster than A? Compare's decision on a row, from the model of B/A
+(suites/results/intervals.py, `run_ratio`: round noise of both sides plus each run's drift).
 
-The decision needs more than "the interval excludes 1": two runs of one commit, minutes apart,
-land in different machine states (memory placement, the neighbour's jobs) by more than their
-rounds' spread shows. So compare's band of "the same" is a noise floor, measured as the A/A
-drift of runs on a shared machine (the README's "Timing on a shared machine"), and a row is
-classed as every report classes a speedup (suites/reports/kit/change.py): faster or slower only
-when the whole interval lies beyond the floor, the same only when it lies within it, unclear
-when it reaches across.
+Four verdicts, in this order (suites/reports/kit/change.py, `classify_tested`):
+- equivalent: the 90% interval lies within the floor (two one-sided tests at 5%: B is shown to
+  be within +-floor of A);
+- faster / slower: the 99% interval excludes 1 (an A/A pair is called so 1% of the time);
+- inconclusive: neither, and the row says how large a change the pair could have seen (mde).
 """
 from __future__ import annotations
 
-from suites.reports.kit.change import Change, classify
-from suites.results.intervals import RatioCI
+from suites.reports.kit.change import Change, classify_tested
+from suites.results.intervals import RunRatio
 
-NOISE_FLOOR = 0.10
-MIN_ROUNDS = 3  # a spread needs a few rounds; fewer and a row is not comparable
+FLOOR = 0.05      # equivalent: within +-5% of A, shown by the 90% interval
+MIN_ROUNDS = 3    # a spread needs a few rounds; fewer and a row is not comparable
 
 
-def change(ci: RatioCI, floor: float = NOISE_FLOOR) -> Change:
-    """The row's class, B against A: B/A time turned into a speedup of B over A (A/B, so above
+def change(r: RunRatio, floor: float = FLOOR) -> Change:
+    """The row's verdict, B against A: B/A time turned into a speedup of B over A (A/B, so above
     1 means B is faster, as everywhere) before it is classed."""
-    return classify(1.0 / ci.high, 1.0 / ci.low, floor)
+    return classify_tested(1.0 / r.high, 1.0 / r.low, 1.0 / r.eq_high, 1.0 / r.eq_low, floor)
 
 
-def note(ci: RatioCI, floor: float, cls: Change) -> str:
-    """Why a `same` or `unclear` row is so: a reader should not take "unclear" for "equal", nor
-    a `same` whose interval excludes 1 for no shift at all."""
-    excludes_one = ci.high < 1.0 or ci.low > 1.0
-    if cls == Change.SAME:
-        return f"a shift, but under the {floor:.0%} noise floor" if excludes_one else ""
-    if cls != Change.UNCLEAR:
+def _what_would_tell(r: RunRatio, aa_control: bool) -> str:
+    """More rounds shrink the round noise, not the drift: name the one that limits this row."""
+    drift_se2 = r.se**2 - r.round_se**2
+    if r.round_se**2 >= drift_se2:
+        return "more rounds (timing.rounds) would tell"
+    if aa_control:
+        return "the runs' drift limits it: more rounds alone would not tell"
+    return ("the default drift limits it: an A/A control (timing.aa_control=true) in both runs "
+            "would tell, more rounds alone would not")
+
+
+def note(r: RunRatio, floor: float, cls: Change, aa_control: bool = False) -> str:
+    """Why an equivalent or inconclusive row is so: a reader should not take "inconclusive" for
+    "equal", nor an equivalent row whose interval excludes 1 for no shift at all."""
+    excludes_one = r.high < 1.0 or r.low > 1.0
+    if cls == Change.EQUIVALENT:
+        return f"a shift, but within the {floor:.0%} floor" if excludes_one else ""
+    if cls != Change.INCONCLUSIVE:
         return ""
-    if excludes_one:
-        return (f"a shift (the CI excludes 1) that may or may not clear the {floor:.0%} noise "
-                "floor; more rounds (timing.rounds) would tell")
-    return (f"the CI spans 1 and reaches beyond +-{floor:.0%}; more rounds (timing.rounds) "
-            "would tell")
+    return f"detectable: {r.mde:.0%}; {_what_would_tell(r, aa_control)}"

@@ -1,6 +1,9 @@
 """The join of A and B: one row per (suite, case_id, variant) found on either side, nothing
 dropped; rows that cannot be compared say why in `note` (a `noisy` row, too few clean rounds,
-a row only one side has). `n_a`, `n_b`: the clean rounds each side's verdict rests on."""
+a row only one side has). `n_a`, `n_b`: the clean rounds each side's verdict rests on; `ci_low`,
+`ci_high` the 99% interval of B/A (faster or slower), `eq_low`, `eq_high` the 90% one
+(equivalent), `mde` the smallest slowdown the pair would call with 80% power (a fraction),
+`drift_sd` the drift of a run the row's model used."""
 from __future__ import annotations
 
 import math
@@ -10,24 +13,51 @@ import pandas as pd
 
 from suites.common.numbers import plain, times
 from suites.reports.compare import decision
-from suites.reports.compare.loading import Side
+from suites.reports.compare.drift import Drift, drifts
+from suites.reports.compare.loading import Side, shared_figure
 from suites.reports.kit.change import Change
 from suites.results.columns import KEY, Status
-from suites.results.intervals import ratio_ci
+from suites.results.intervals import run_ratio
 
 COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
-           "ci_low", "ci_high", "verdict", "n_a", "n_b", "status_a", "status_b", "note"]
+           "ci_low", "ci_high", "eq_low", "eq_high", "verdict", "mde", "drift_sd", "n_a", "n_b",
+           "status_a", "status_b", "note"]
 NAN = float("nan")
+VERDICTS = [Change.FASTER, Change.SLOWER, Change.EQUIVALENT, Change.INCONCLUSIVE,
+            "not comparable", "only in A", "only in B"]
 
 
 @dataclass(frozen=True)
 class Rule:
-    noise_floor: float = decision.NOISE_FLOOR
+    floor: float = decision.FLOOR
     min_rounds: int = decision.MIN_ROUNDS
+    drift_sd: float | None = None  # None: from the A/A control, else the default
 
     def __post_init__(self):
         if self.min_rounds < 2:  # a spread needs two rounds a side
             raise ValueError(f"min_rounds {self.min_rounds}: at least 2")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What the verdicts rest on, said beside them: the rule, the round figure both sides were
+    read by, the drift per suite, and the settings the two sides do not share."""
+    rule: Rule
+    figure: str
+    drift: dict[str, Drift]
+    differences: list[str]
+
+    def lines(self) -> list[str]:
+        floor = self.rule.floor
+        drift = [f"drift: {d.reason}" if len(self.drift) == 1 else f"drift, {s}: {d.reason}"
+                 for s, d in self.drift.items()]
+        return [f"floor: {floor:.0%} (equivalent: the 90% interval of B/A within "
+                f"{plain(1 / (1 + floor))} to {plain(1 + floor)}; faster or slower: the 99% "
+                f"interval excludes 1; from {self.rule.min_rounds} clean rounds a side)",
+                f"round figure: {self.figure} of rounds.csv, both sides"
+                + ("" if self.figure == "mean_us" else
+                   " (the mean over calls is missing in a run folder: written before it)"),
+                *drift]
 
 
 def _value(row, column):
@@ -47,7 +77,7 @@ def _status_note(label: str, row) -> str:
     return f"{label} {row['status']}" + (f": {reason}" if reason else "")
 
 
-def _judge(out: dict, a_rounds, b_rounds, rule: Rule) -> None:
+def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
     """Fill ratio, CI, verdict and note for a row that is ok on both sides."""
     if min(out["n_a"], out["n_b"]) < rule.min_rounds:
         # Still show the ratio of the recorded medians: useful, just not a decision.
@@ -57,18 +87,19 @@ def _judge(out: dict, a_rounds, b_rounds, rule: Rule) -> None:
         out["note"] = (f"too few rounds (A {out['n_a']}, B {out['n_b']}; {rule.min_rounds} clean "
                        "rounds a side needed): ratio of recorded medians, no CI")
         return
-    ci = ratio_ci(a_rounds, b_rounds)
-    cls = decision.change(ci, rule.noise_floor)
-    out.update(ratio=ci.ratio, ci_low=ci.low, ci_high=ci.high, verdict=str(cls),
-               note=decision.note(ci, rule.noise_floor, cls))
+    r = run_ratio(a_rounds, b_rounds, drift.sd)
+    cls = decision.change(r, rule.floor)
+    out.update(ratio=r.ratio, ci_low=r.low, ci_high=r.high, eq_low=r.eq_low, eq_high=r.eq_high,
+               mde=r.mde, verdict=str(cls),
+               note=decision.note(r, rule.floor, cls, aa_control=drift.from_aa_control))
 
 
-def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
-    a_rounds, b_rounds = side_a.rounds.get(key), side_b.rounds.get(key)
+def _pair(key: tuple, a, b, a_rounds, b_rounds, rule: Rule, drift: Drift) -> dict:
     out = dict(zip(KEY, key))
     out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
                median_a_us=_ok_value(a, "median_us"), median_b_us=_ok_value(b, "median_us"),
-               ratio=NAN, ci_low=NAN, ci_high=NAN,
+               ratio=NAN, ci_low=NAN, ci_high=NAN, eq_low=NAN, eq_high=NAN, mde=NAN,
+               drift_sd=drift.sd,
                n_a=0 if a_rounds is None else len(a_rounds),
                n_b=0 if b_rounds is None else len(b_rounds),
                status_a=_value(a, "status"), status_b=_value(b, "status"), note="")
@@ -84,25 +115,30 @@ def _pair(key: tuple, a, b, side_a: Side, side_b: Side, rule: Rule) -> dict:
             out["note"] = "; ".join(_status_note(label, row) for label, row in (("A", a), ("B", b))
                                     if row["status"] != Status.OK)
     else:
-        _judge(out, a_rounds, b_rounds, rule)
+        _judge(out, a_rounds, b_rounds, rule, drift)
     return out
 
 
-def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule()) -> pd.DataFrame:
-    """A's rows in A's order, then the rows only B has, in B's order."""
+def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule(), figure: str | None = None,
+                 drift: dict[str, Drift] | None = None) -> pd.DataFrame:
+    """A's rows in A's order, then the rows only B has, in B's order. `figure`: the round figure
+    (loading.shared_figure's by default); `drift`: suite -> drift (drift.drifts' by default)."""
+    figure = figure or shared_figure(side_a, side_b)
+    drift = drifts(side_a, side_b, rule.drift_sd) if drift is None else drift
+    a_rounds, b_rounds = side_a.rounds(figure), side_b.rounds(figure)
     a_rows = {tuple(r[k] for k in KEY): r for _, r in side_a.rows.iterrows()}
     b_rows = {tuple(r[k] for k in KEY): r for _, r in side_b.rows.iterrows()}
     keys = list(a_rows) + [k for k in b_rows if k not in a_rows]
-    pairs = [_pair(k, a_rows.get(k), b_rows.get(k), side_a, side_b, rule) for k in keys]
+    pairs = [_pair(k, a_rows.get(k), b_rows.get(k), a_rounds.get(k), b_rounds.get(k), rule,
+                   drift.get(k[0]) or Drift(rule.drift_sd or 0.0, "")) for k in keys]
     return pd.DataFrame(pairs, columns=COLUMNS)
 
 
 def summary_lines(frame: pd.DataFrame) -> list[str]:
     """Counts per verdict, then the largest speedup and slowdown among decided rows."""
     counts = frame["verdict"].value_counts()
-    order = [Change.FASTER, Change.SLOWER, Change.SAME, Change.UNCLEAR, "not comparable",
-             "only in A", "only in B"]
-    lines = [f"{len(frame)} rows: " + ", ".join(f"{counts[v]} {v}" for v in order if v in counts)]
+    lines = [f"{len(frame)} rows: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS
+                                                if v in counts)]
     for verdict, pick in ((Change.FASTER, "idxmin"), (Change.SLOWER, "idxmax")):
         word = "speedup" if verdict == Change.FASTER else "slowdown"
         rows = frame[frame["verdict"] == verdict]
@@ -112,11 +148,13 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
         row = rows.loc[getattr(rows["ratio"], pick)()]
         factor = 1 / row["ratio"] if verdict == Change.FASTER else row["ratio"]
         lines.append(f"largest {word}: {row['case_id']} {row['variant']}: B/A "
-                     f"{plain(row['ratio'])} (CI {plain(row['ci_low'])} to "
+                     f"{plain(row['ratio'])} (99% CI {plain(row['ci_low'])} to "
                      f"{plain(row['ci_high'])}), B {times(factor)} {verdict}")
-    if (frame["verdict"] == Change.UNCLEAR).any():
-        lines.append("unclear: the 95% interval of B/A reaches across the noise floor; more "
-                     "rounds (timing.rounds) would tell")
+    if (frame["verdict"] == Change.INCONCLUSIVE).any():
+        mde = frame.loc[frame["verdict"] == Change.INCONCLUSIVE, "mde"]
+        lines.append("inconclusive: neither a change (the 99% interval of B/A spans 1) nor shown "
+                     "equivalent (the 90% interval reaches beyond the floor); these rows could "
+                     f"have seen a change of {mde.min():.0%} to {mde.max():.0%} (mde)")
     both = frame["status_a"].notna() & frame["status_b"].notna()
     if len(frame) and not both.any():
         lines.append("no row is in both A and B: are these the same suite and grid?")

@@ -1,5 +1,6 @@
 """compare.csv (tidy), compare.md (the table a reviewer pastes into a PR), compare.html (the same
-look as report.html, readable offline) and the rule that produced the verdicts, in words."""
+look as report.html, readable offline), the rule that produced the verdicts, in words, and the
+settings the two sides do not share, first."""
 from __future__ import annotations
 
 import html
@@ -9,37 +10,46 @@ import pandas as pd
 
 from suites.common.numbers import missing, num, plain, ratio
 from suites.reports.compare.loading import Side, env_facts
-from suites.reports.compare.joined import Rule
+from suites.reports.compare.joined import Basis
 from suites.reports.kit import page as hp
 
 VERDICT_CSS = """
-tr.faster td{background:#eaf6ec}tr.slower td{background:#fbeaea}tr.unclear td{background:#fdf5e2}
+tr.faster td{background:#eaf6ec}tr.slower td{background:#fbeaea}
+tr.inconclusive td{background:#fdf5e2}
 tr.not-comparable td,tr.only-in-a td,tr.only-in-b td{color:#777}
 """
 HTML_COLUMNS = {"case_id": "case", "variant": "variant", "median_a_us": "A median us",
-                "median_b_us": "B median us", "ratio": "B/A", "ci": "CI", "verdict": "verdict",
-                "n": "rounds A/B", "status": "status A/B", "note": "note"}
+                "median_b_us": "B median us", "ratio": "B/A", "ci": "99% CI", "eq": "90% CI",
+                "verdict": "verdict", "mde": "mde", "n": "rounds A/B", "status": "status A/B",
+                "note": "note"}
 
 
-def rule_text(rule: Rule) -> str:
+def rule_text(basis: Basis) -> str:
+    rule = basis.rule
     return (f"B/A is B's time per call over A's: below 1, B is faster. The unit of evidence is a "
-            f"timing round's median (the calls of one round share one machine state): each side "
-            f"needs {rule.min_rounds} clean rounds, and Welch's t gives a 95% interval of B/A from "
-            f"the two sides' round medians (in logs). The verdict is faster when the whole "
-            f"interval is below {plain(1 / (1 + rule.noise_floor))}, slower when it is all above "
-            f"{plain(1 + rule.noise_floor)}, the same when it lies all between the two, and "
-            "unclear when it reaches across either (more rounds would tell). The noise floor, "
-            f"{rule.noise_floor:.0%}, is there because two runs of one commit minutes apart land "
-            "in different machine states by more than their rounds show (the README's A/A "
-            "measurement).")
+            f"timing round ({basis.figure} of rounds.csv: the calls of one round share one "
+            f"machine state): each side needs {rule.min_rounds} clean rounds. The spread of B/A "
+            "is the round noise of both sides (Welch) plus the drift of each run: two runs of "
+            "one commit land in different machine states by more than their rounds show. "
+            f"Equivalent: the 90% interval lies within {plain(1 / (1 + rule.floor))} to "
+            f"{plain(1 + rule.floor)} (+-{rule.floor:.0%}, two one-sided tests at 5%); else "
+            "faster or slower: the 99% interval excludes 1; else inconclusive. mde: the "
+            "smallest change the pair would call with 80% power; an inconclusive row could not "
+            "have seen a smaller one.")
+
+
+def _interval(lows, highs) -> list[str]:
+    return [f"{ratio(lo)} to {ratio(hi)}" if not missing(lo) else "-"
+            for lo, hi in zip(lows, highs)]
 
 
 def _display(frame: pd.DataFrame) -> pd.DataFrame:
     """Strings for the md and html tables: CI as one cell, sample counts and statuses paired."""
     return frame.assign(
         ratio=frame["ratio"].map(ratio),
-        ci=[f"{ratio(lo)} to {ratio(hi)}" if not missing(lo) else "-"
-            for lo, hi in zip(frame["ci_low"], frame["ci_high"])],
+        ci=_interval(frame["ci_low"], frame["ci_high"]),
+        eq=_interval(frame["eq_low"], frame["eq_high"]),
+        mde=[f"{m:.0%}" if not missing(m) else "-" for m in frame["mde"]],
         n=[f"{a}/{b}" for a, b in zip(frame["n_a"], frame["n_b"])],
         status=[f"{a or '-'}/{b or '-'}" for a, b in
                 zip(frame["status_a"].fillna(""), frame["status_b"].fillna(""))],
@@ -69,15 +79,24 @@ def facts_markdown(a: Side, b: Side) -> str:
     return "\n".join(lines)
 
 
-def write_markdown(path: Path, frame, a: Side, b: Side, rule: Rule, summary: list[str]) -> str:
+def warning_lines(basis: Basis) -> list[str]:
+    """The settings A and B do not share, a line each, said before anything else."""
+    return [f"warning: A and B differ in {line}" for line in basis.differences]
+
+
+def write_markdown(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[str]) -> str:
     table = markdown_table(frame)
-    text = "\n\n".join(["# fusebench compare: A vs B", facts_markdown(a, b), rule_text(rule),
-                        "\n".join(f"- {line}" for line in summary), table]) + "\n"
+    warnings = ["\n".join(f"- **{line}**" for line in warning_lines(basis))] \
+        if basis.differences else []
+    text = "\n\n".join(["# fusebench compare: A vs B", *warnings, facts_markdown(a, b),
+                        rule_text(basis),
+                        "\n".join(f"- {line}" for line in summary + basis.lines()),
+                        table]) + "\n"
     path.write_text(text, encoding="utf-8")
     return table
 
 
-def write_html(path: Path, frame, a: Side, b: Side, rule: Rule, summary: list[str],
+def write_html(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[str],
                plot: Path) -> Path:
     fa, fb = env_facts(a), env_facts(b)
     facts = pd.DataFrame({"fact": list(fa), "A": list(fa.values()), "B": list(fb.values())})
@@ -88,9 +107,13 @@ def write_html(path: Path, frame, a: Side, b: Side, rule: Rule, summary: list[st
     shown = _display(frame).rename(columns={"status": "status_pair"}).assign(
         status=frame["verdict"].str.lower().str.replace(" ", "-"))
     columns = {("status_pair" if c == "status" else c): h for c, h in columns.items()}
+    warnings = [("A and B differ", hp.bullet_list(warning_lines(basis)))] \
+        if basis.differences else []
     sections = [
+        *warnings,
         ("Runs", hp.table(facts, {"fact": "", "A": "A", "B": "B"}, left=("fact", "A", "B"))),
-        ("Summary", hp.bullet_list(summary) + f"<p>{html.escape(rule_text(rule))}</p>"),
+        ("Summary", hp.bullet_list(summary + basis.lines())
+         + f"<p>{html.escape(rule_text(basis))}</p>"),
         ("B / A per row", hp.image(plot)),
         ("All rows", hp.table(shown, columns, left=("suite", "case_id", "variant", "verdict",
                                                     "status_pair", "note"))),
@@ -101,9 +124,9 @@ def write_html(path: Path, frame, a: Side, b: Side, rule: Rule, summary: list[st
     return path
 
 
-def write_all(out_dir: Path, frame, a: Side, b: Side, rule: Rule, summary: list[str],
+def write_all(out_dir: Path, frame, a: Side, b: Side, basis: Basis, summary: list[str],
               plot: Path) -> str:
     """The CSV, markdown and HTML; returns the markdown table for stdout."""
     frame.to_csv(out_dir / "compare.csv", index=False)
-    write_html(out_dir / "compare.html", frame, a, b, rule, summary, plot)
-    return write_markdown(out_dir / "compare.md", frame, a, b, rule, summary)
+    write_html(out_dir / "compare.html", frame, a, b, basis, summary, plot)
+    return write_markdown(out_dir / "compare.md", frame, a, b, basis, summary)

@@ -1,4 +1,4 @@
-"""compare.png: one horizontal line per compared row, B/A time ratio with its 95% interval on a
+"""compare.png: one horizontal line per compared row, B/A time ratio with its 99% interval on a
 log axis (2x faster and 2x slower sit at the same distance from 1), colored by verdict. Rows
 are stacked vertically with their labels on the left, so 100 rows stay readable."""
 from __future__ import annotations
@@ -12,9 +12,10 @@ from matplotlib import ticker
 from suites.reports.kit.change import Change
 from suites.reports.kit.plots import plt, save_png, times_ticks
 
-# Unclear in amber: neither a change nor the same; more rounds would tell.
-COLORS = {Change.FASTER: "#2a9d3a", Change.SLOWER: "#c62828", Change.SAME: "#777777",
-          Change.UNCLEAR: "#d08c00"}
+# Inconclusive in amber: neither a change nor shown equivalent; the row's mde says what it could
+# have seen.
+COLORS = {Change.FASTER: "#2a9d3a", Change.SLOWER: "#c62828", Change.EQUIVALENT: "#777777",
+          Change.INCONCLUSIVE: "#d08c00"}
 ROW_INCHES = 0.24
 
 
@@ -39,7 +40,7 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     fig, ax = plt.subplots(figsize=(9, 1.9 + ROW_INCHES * n))
     y = np.arange(n)[::-1]  # first row on top, in the table's order
     ax.axvspan(1 / (1 + floor), 1 + floor, color="#dddddd", alpha=0.6, lw=0,
-               label=f"+-{floor:.0%} noise floor (same: all inside)")
+               label=f"+-{floor:.0%} floor (equivalent: the 90% interval inside)")
     ax.axvline(1.0, color="black", linewidth=0.8)
     for verdict, color in COLORS.items():
         pick = (rows["verdict"] == verdict).to_numpy()
@@ -49,6 +50,8 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
         err = np.vstack([part["ratio"] - part["ci_low"], part["ci_high"] - part["ratio"]])
         ax.errorbar(part["ratio"], y[pick], xerr=np.clip(err, 0, None), fmt="o", color=color,
                     markersize=4, capsize=2, elinewidth=1.2, label=f"{verdict} ({pick.sum()})")
+        # The 90% interval, thick: the one equivalence is judged by.
+        ax.hlines(y[pick], part["eq_low"], part["eq_high"], color=color, linewidth=4, alpha=0.45)
     ax.set_yticks(y)
     ax.set_yticklabels(_labels(rows), fontsize=7 if n > 40 else 8)
     ax.set_ylim(-0.7, n - 0.3)
@@ -62,7 +65,8 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     times_ticks(ax.xaxis)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     ax.set_xlabel("B / A time per call (left of 1: B faster)")
-    ax.set_title("B vs A per row: ratio with its 95% interval from the timing rounds", fontsize=10)
+    ax.set_title("B vs A per row: ratio, 99% interval (thin) and 90% interval (thick), from the "
+                 "rounds and the drift", fontsize=10)
     # Legend in its own strip under the axes, so it never covers a row.
     height = 1.9 + ROW_INCHES * n
     fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=5, fontsize=8,

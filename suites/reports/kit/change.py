@@ -1,18 +1,22 @@
 """How a speed changed, in one of four classes, for the run report, the ladder and compare alike:
-one function, so two of them can never class the same interval differently.
+one vocabulary and one module, so no two readers name or class the same evidence differently.
 
-The input is a speedup's 95% interval, oriented one way everywhere: above 1 means faster (the
-run report's speedup is baseline time / variant time; compare turns its B/A time ratio into A/B
-first). `band` is the relative change within which two times count as the same, taken in logs
+The input is a speedup's interval, oriented one way everywhere: above 1 means faster (the run
+report's speedup is baseline time / variant time; compare turns its B/A time ratio into A/B
+first). `band` is the relative change within which two times count as equivalent, taken in logs
 (1 / (1 + band) to 1 + band), so 2% faster and 2% slower count alike:
 
-- faster: the whole interval above 1 + band;
-- slower: the whole interval below 1 / (1 + band);
-- same: the whole interval within the band;
-- unclear: the interval reaches across a band edge (more rounds would tell), or there is none.
+- faster / slower: the interval clears the band (the report) or 1 (compare) on that side;
+- equivalent: the interval lies all within the band;
+- inconclusive: neither (more evidence would tell), or there is no interval.
 
-`row_changes` classes a run's rows by their paired speedups, with the run report's and the
-ladder's band; compare classes its rows with its noise floor (suites/reports/compare/decision.py).
+`classify` is the report's and the ladder's rule, on one 95% interval of a speedup paired round
+by round within one run (`row_changes`, band SAME_WITHIN). `classify_tested` is compare's, on two
+intervals of a ratio between runs (suites/reports/compare/decision.py): equivalence is shown by
+the two one-sided tests (the 90% interval within the band), and only then is a change looked
+for, by the 99% interval excluding 1. The words are the same because they mean the same: a
+report's row "equivalent within 2%" has its 95% interval inside +-2%, which is equivalence shown
+by a test stricter than the two one-sided tests at 5%.
 
 Not a step's "bound" (overhead-, compute-, memory-bound: suites/traces): that says where one
 call's time goes, this how two times compare.
@@ -27,33 +31,60 @@ import pandas as pd
 from suites.results.columns import Status
 
 # The run report's and the ladder's band: their speedups are paired round by round within one
-# run, so a shift of a few percent is resolved (compare's band is its noise floor between runs).
+# run, so a shift of a few percent is resolved (compare's band is its --floor between runs).
 SAME_WITHIN = 0.02
 
 
 class Change(StrEnum):
     FASTER = "faster"
-    SAME = "same"
+    EQUIVALENT = "equivalent"
     SLOWER = "slower"
-    UNCLEAR = "unclear"
+    INCONCLUSIVE = "inconclusive"
+
+
+def _missing(*bounds: float) -> bool:
+    return any(math.isnan(b) for b in bounds)
+
+
+def within(low: float, high: float, band: float) -> bool:
+    """The interval lies all inside 1 / (1 + band) to 1 + band."""
+    return low >= 1 / (1 + band) and high <= 1 + band
 
 
 def classify(low: float, high: float, band: float) -> Change:
-    """The class of a speedup whose 95% interval is `low` to `high` (NaN: no interval)."""
-    if math.isnan(low) or math.isnan(high):  # e.g. one paired round: nothing to judge by
-        return Change.UNCLEAR
+    """The report's class of a speedup whose 95% interval is `low` to `high` (NaN: none): a
+    change only when the whole interval clears the band."""
+    if _missing(low, high):  # e.g. one paired round: nothing to judge by
+        return Change.INCONCLUSIVE
     if low > 1 + band:
         return Change.FASTER
     if high < 1 / (1 + band):
         return Change.SLOWER
-    if low >= 1 / (1 + band) and high <= 1 + band:
-        return Change.SAME
-    return Change.UNCLEAR
+    if within(low, high, band):
+        return Change.EQUIVALENT
+    return Change.INCONCLUSIVE
+
+
+def classify_tested(low: float, high: float, eq_low: float, eq_high: float,
+                    band: float) -> Change:
+    """Compare's class of a speedup from its decision interval (`low`-`high`, 99%) and its
+    equivalence interval (`eq_low`-`eq_high`, 90%), in this order: equivalent when the
+    equivalence interval lies within the band; else faster or slower when the decision interval
+    excludes 1; else inconclusive."""
+    if _missing(low, high, eq_low, eq_high):
+        return Change.INCONCLUSIVE
+    if within(eq_low, eq_high, band):
+        return Change.EQUIVALENT
+    if low > 1:
+        return Change.FASTER
+    if high < 1:
+        return Change.SLOWER
+    return Change.INCONCLUSIVE
 
 
 def phrase(change: str, band: float) -> str:
-    """The class in a sentence: `the same within 2%`; the other classes as they are named."""
-    return f"the same within {band:.0%}" if change == Change.SAME else str(change)
+    """The class in a sentence: `equivalent within 2%`; the other classes as they are named."""
+    return f"equivalent within {band:.0%}" if change == Change.EQUIVALENT else str(change)
 
 
 def row_changes(rows: pd.DataFrame) -> pd.Series:

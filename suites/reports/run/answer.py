@@ -1,8 +1,8 @@
 """The first screen of a report: does fusion pay off here, and where does the time go.
 
 Three short answers, each from numbers the run measured:
-- per variant family against the baseline: in how many cases it is faster, the same, slower or
-  unclear by the intervals of the timing rounds (suites/reports/kit/change.py), with the range of
+- per variant family against the baseline: in how many cases it is faster, equivalent, slower or
+  inconclusive by the intervals of the timing rounds (suites/reports/kit/change.py), with the range of
   its speedups, and for torch.compile the calls it takes to repay its first call;
 - one line on whether any fused form pays off at all;
 - where the baseline's time goes, case by case, from its primary verdict (overhead-, compute-,
@@ -44,7 +44,7 @@ def case_namer(frame: pd.DataFrame, size_axis: str, params: list[str]):
 
 
 def _count_phrase(rows: pd.DataFrame) -> str:
-    """`faster in 2 of 12 rows (1.06x-1.14x), unclear in 9 (0.95x-1.09x), noisy in 1`."""
+    """`faster in 2 of 12 rows (1.06x-1.14x), inconclusive in 9 (0.95x-1.09x), noisy in 1`."""
     classes = row_changes(rows)
     counted = []  # (what, how many, figure)
     for cls in Change:

@@ -1,11 +1,11 @@
 """The report's "each variant and dtype, size by size": per variant, where it is faster than the
-baseline, the same, or slower, with the intervals from the timing rounds.
+baseline, equivalent, or slower, with the intervals from the timing rounds.
 
 Each ok row's paired speedup and its 95% interval put it in one class of change
-(suites/reports/kit/change.py, within SAME_WITHIN, 2%): faster, slower, the same or unclear
-(the interval reaches across a bound: more rounds would tell). Consecutive sizes of one class
+(suites/reports/kit/change.py, within SAME_WITHIN, 2%): faster, slower, equivalent or
+inconclusive (the interval reaches across a bound: more rounds would tell). Consecutive sizes of one class
 are told as one stretch:
-"compile, fp32: slower at M64 to M256: 0.29x-0.64x; the same within 2% at M512 to M2048".
+"compile, fp32: slower at M64 to M256: 0.29x-0.64x; equivalent within 2% at M512 to M2048".
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def lines_by_size(frame: pd.DataFrame, size_axis: str, params: list[str],
                 start = i
         label = _group_label(variant, rows["family"].iloc[0], dtype, choice)
         lines.append(f"{label}: " + "; ".join(stretches))
-    if (ok["_class"] == Change.UNCLEAR).any():
-        lines.append(f"unclear: the 95% interval reaches across a {SAME_WITHIN:.0%} bound, or only "
+    if (ok["_class"] == Change.INCONCLUSIVE).any():
+        lines.append(f"inconclusive: the 95% interval reaches across a {SAME_WITHIN:.0%} bound, or only "
                      "one round paired the two; more rounds (timing.rounds) would tell")
     return lines
