@@ -162,10 +162,11 @@ def test_fixture_alexnet_findings_per_measured_step():
     assert "metadata_ops" in found and "overhead_bound" in found
 
 
-def test_noisy_timing_when_calls_stall(tmp_path):
+def test_slow_calls_when_a_share_of_calls_pays_its_own_cost(tmp_path):
     profile = profile_of(cpu_step(0, 0, [("aten::mm", 2, 90)]), tmp_path)
-    assert "noisy_timing" in codes(profile, row={"median_us": 10.0, "p90_us": 8000.0, "n_samples": 5})
-    assert "noisy_timing" not in codes(profile, row={"median_us": 10.0, "p90_us": 12.0})
+    every_12th = {"median_us": 10.0, "mean_us": 10.0 + 2000.0 / 12, "slow_calls": 1 / 12}
+    assert "slow_calls" in codes(profile, row=every_12th)
+    assert "slow_calls" not in codes(profile, row={"median_us": 10.0, "mean_us": 10.5})
 
 
 def test_find_all_reads_a_rows_column_values_as_a_csv_row_gives_them(tmp_path):

@@ -137,3 +137,18 @@ def test_a_failing_end_of_run_probe_keeps_the_first(tmp_path, monkeypatch):
     assert result.env["peaks"]["copy_gbps"] == 10.0
     assert "probe out of memory" in result.env["peak_probe_error"]
     assert (tmp_path / "measurements.csv").is_file()
+
+
+def test_page_faults_a_call_far_over_the_baseline_are_named():
+    from suites.results.row import TimingStats
+
+    def timed(faults):
+        return TimingStats(25, 10.0, 9.0, 11.0, 9.0, 0.1, 10.0, 9.5, 10.5, rounds=3,
+                           faults_per_call=faults)
+
+    base = _row("eager", timing=timed(40.0))
+    faulting, close = _row("compile", timing=timed(25_000.0)), _row("addmm", timing=timed(300.0))
+    found = row_findings([r.record() for r in (base, faulting, close)], "matmul_add", "eager")
+    faults = [f for f in found if f["code"] == "page_faults_differ"]
+    assert [f["variant"] for f in faults] == ["compile"]  # 300 a call: under 500 more
+    assert faults[0]["statement"].startswith("25,000 page faults a call against the baseline's 40")

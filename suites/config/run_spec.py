@@ -29,7 +29,8 @@ KNOWN_KEYS = {
                "resume"),
     "suite": ("name", "op", "sizes", "axes", "dtypes", "variants", "reference", "grids", "batch"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
-               "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s"),
+               "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s",
+               "aa_control"),
     "profile": ("enabled", "wait", "warmup", "active", "record_shapes", "row_limit"),
 }
 
@@ -191,6 +192,7 @@ def timing_spec(cfg: Mapping) -> TimingSpec:
         l2_flush=boolean(cfg.get("l2_flush", True), "timing.l2_flush"), threads=threads,
         rounds=positive_int(cfg.get("rounds", 5), "timing.rounds"), threads_rule=rule,
         case_timeout_s=float(limit),
+        aa_control=boolean(cfg.get("aa_control", False), "timing.aa_control"),
     )
     if spec.max_samples < spec.min_samples:
         raise ConfigError(f"timing.max_samples: {spec.max_samples} is below timing.min_samples "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import pandas as pd
 import torch
@@ -30,7 +30,7 @@ from suites.harness.progress import CaseWork, Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.harness.cuda_graphs import keep_cupti_between_sessions
 from suites.results import atomic
-from suites.results.columns import KEY
+from suites.results.columns import AA_CONTROL, KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
 from suites.results.resume import Previous, read_previous
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
@@ -74,6 +74,14 @@ def case_work(spec: RunSpec) -> CaseWork:
     profiled = p.wait + p.warmup + p.active if p.enabled else 0
     return CaseWork(t.budget_s, t.min_samples,
                     2 + max(t.warmup_calls, t.compile_warmup_calls) + t.rounds + profiled)
+
+
+def aa_control(baseline):
+    """The run's A/A control: the baseline once more, prepared and timed as a variant of its own
+    (its own call, its own tensors from prepare), so the two differ by nothing but the run."""
+    return replace(baseline, name=AA_CONTROL,
+                   description=f"a second copy of the baseline {baseline.name} (timing.aa_control):"
+                               " the run's own A/A")
 
 
 def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, list, list]:
@@ -124,6 +132,8 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
 
     op = registry.get_op(spec.suite.name)
     variants = [registry.get_variant(op.name, name) for name in spec.suite.variants]
+    if spec.timing.aa_control:
+        variants.append(aa_control(registry.get_variant(op.name, spec.suite.baseline)))
     cases = spec.cases()
     previous = read_previous(spec.out_dir, len(variants), ROW_CODES) if spec.resume \
         else Previous()

@@ -39,6 +39,7 @@ class TimingSpec:
     rounds: int = 1  # the budget is split across this many interleaved rounds (ABC BCA CAB ...)
     threads_rule: str = "set"  # how `threads` was chosen, for env.json and the report
     case_timeout_s: float = 0  # a case still running after this long fails (0: no limit)
+    aa_control: bool = False  # time a second copy of the baseline as a variant (AA_CONTROL)
 
     def per_round(self) -> "Budget":
         """One variant's share of one round: the budget split evenly, and enough samples for

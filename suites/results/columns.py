@@ -33,6 +33,10 @@ STATUS_MEANING = {
 
 
 TEXT, NUMBER = "text", "number"
+# The run's own A/A control (timing.aa_control=true): a second copy of the baseline, timed as a
+# variant of its own in every round. Its speedup over the baseline is 1 by construction, so what
+# it shows is the noise of the run itself; compare reads it as the run's drift.
+AA_CONTROL = "aa_control"
 
 
 @dataclass(frozen=True)

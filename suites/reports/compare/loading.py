@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from suites.common.errors import InputError
-from suites.results.columns import KEY
+from suites.results.columns import AA_CONTROL, KEY
 from suites.results.tables import MEASUREMENTS_CSV
 from suites.reports.kit.banner import state_line
 from suites.results.reader import RunFolder, read_run
@@ -30,10 +30,9 @@ from suites.results.run_folders import find_runs, sweep_problems
 # rounds.csv's figures of a round, the preferred first: the mean over calls is the headline (a
 # cost paid by a few calls reaches it); the median is what folders before it hold.
 ROUND_FIGURES = ("mean_us", "median_us")
-AA_CONTROL = "aa_control"
 # Timing settings that do not change what a row measures, or that are compared resolved: the
 # preset by name, threads as env.json resolved them, the timeout only stops a case.
-UNTIMED = ("preset", "threads", "case_timeout_s")  # a second copy of the baseline, timed as its own variant
+UNTIMED = ("preset", "threads", "case_timeout_s", "aa_control")  # aa_control: one more row
 CLEAN_COLUMNS = [*KEY, "round", *ROUND_FIGURES, "run"]
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from kernels import registry
-from suites.results.columns import KEY, Status
+from suites.results.columns import AA_CONTROL, KEY, Status
 from suites.results.tables import param_columns
 from suites.results.reader import read_run
 from suites.results.run_folders import find_runs, sweep_problems
@@ -77,6 +77,7 @@ def _read_run(path: Path) -> tuple[Run, pd.DataFrame]:
     # A user's own block: registered from its run's config, or its rows are left out and said.
     problems = files.problems + [p for p in [files.load_own_op()] if p]
     run = Run(path, env, _created(env), param_columns(rows), files.state, problems)
+    rows = rows[rows["variant"] != AA_CONTROL]  # a run's own A/A control: not a block's variant
     return run, rows.assign(run=str(path), created=run.created, machine=machine(env))
 
 

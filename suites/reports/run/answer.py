@@ -19,7 +19,7 @@ from suites.traces.findings.codes import BOUND_CODES
 from suites.common.numbers import plain, span, times
 from suites.reports.kit import breakeven as be
 from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
-from suites.results.columns import Status
+from suites.results.columns import AA_CONTROL, Status
 from suites.common.text import cut
 
 REASON_WIDTH = 110  # a not-run reason in the answer: its full text is in the table below
@@ -122,6 +122,20 @@ def family_lines(frame: pd.DataFrame, baseline: str, name) -> list[str]:
     if base_family.empty:
         lines.append(f"the baseline {baseline} did not run: no speedups")
     return lines
+
+
+def aa_control_line(frame: pd.DataFrame) -> str | None:
+    """What the run's A/A control (timing.aa_control) shows: how far two copies of the baseline
+    came apart in this run, case by case; None without one."""
+    rows = frame[(frame["variant"] == AA_CONTROL) & (frame["status"] == Status.OK)
+                 & frame["speedup"].notna()]
+    if rows.empty:
+        return None
+    apart = (rows["speedup"] - 1).abs()
+    outside = rows[(rows["speedup_low"] > 1) | (rows["speedup_high"] < 1)]
+    return (f"the run's A/A control ({AA_CONTROL}, a second copy of the baseline): within "
+            f"{apart.max():.1%} of it in {len(rows)} case(s); its interval excludes 1 in "
+            f"{len(outside)} (about 1 in 20 would by chance)")
 
 
 def pays_off(frame: pd.DataFrame, baseline: str, name) -> str:

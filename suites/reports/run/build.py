@@ -23,7 +23,7 @@ from suites.reports.run import hotspots, tree_section as op_trees
 from suites.reports.run.plots import answer as plot_answer
 from suites.reports.run.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
-from suites.results.columns import KEY, Status, headers
+from suites.results.columns import AA_CONTROL, KEY, Status, headers
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.results.tables import MEASUREMENTS_CSV
 
@@ -61,6 +61,10 @@ def _measured_section(op: Op, frame: pd.DataFrame) -> str:
     """The block, and each variant of the run with what it runs."""
     items = []
     for name in dict.fromkeys(frame["variant"]):
+        if name == AA_CONTROL:
+            items.append(f"{name}: a second copy of the baseline {op.baseline}, timed as a "
+                         "variant of its own (timing.aa_control): the run's own A/A")
+            continue
         try:
             variant = registry.get_variant(op.name, name)
         except registry.UnknownNameError:  # a row edited in, or a variant since removed
@@ -76,9 +80,12 @@ def _answer_section(frame: pd.DataFrame, findings: pd.DataFrame, op: Op, name,
     """The first screen: does fusion pay off, per family, and where the time goes, beside a
     small plot of the speedups (suites/reports/run/answer.py)."""
     baseline = op.baseline
+    control = answer.aa_control_line(frame)
+    frame = frame[frame["variant"] != AA_CONTROL]  # the run's own A/A: not a way to fuse
     where = answer.where_time_goes(frame, findings, baseline, name)
     text = (f"<p id='verdict'><b>{html.escape(answer.pays_off(frame, baseline, name))}</b></p>"
-            + hp.bullet_list(answer.family_lines(frame, baseline, name))
+            + hp.bullet_list(answer.family_lines(frame, baseline, name)
+                             + ([control] if control else []))
             + (f"<p>{html.escape(where)}</p>" if where else ""))
     return hp.answer_block(text, plot)
 

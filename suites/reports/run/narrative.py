@@ -8,7 +8,7 @@ import pandas as pd
 
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.common.numbers import plain, span, times
-from suites.results.columns import Status
+from suites.results.columns import AA_CONTROL, Status
 
 
 def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str | None:
@@ -18,6 +18,7 @@ def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str
 
 
 def _fastest(rows: pd.DataFrame) -> str:
+    rows = rows[rows["variant"] != AA_CONTROL]  # the baseline again: never "the fastest"
     ok = rows[(rows["status"] == Status.OK) & rows["mean_us"].notna()]
     noisy = int((rows["status"] == Status.NOISY).sum())
     if ok.empty:

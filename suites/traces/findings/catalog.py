@@ -85,8 +85,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.FAT_LEAF_OP: ("a library call whose own (self) host time is most of the call, with "
                        "children that take little: cuDNN SDPA's per-call plan selection",
                        "attention"),
-    Code.NOISY_TIMING: ("the timed calls spread widely: p90 far above the median",
-                        "fusebench"),
+    Code.SLOW_CALLS: ("a share of the calls pays a cost of its own: us/call (the mean) over "
+                      "10% above the median call", "fusebench"),
     Code.ABOVE_PEAK: ("faster than the measured roofline allows: the peak probe or the op's "
                       "model is off", "fusebench"),
     Code.PASSES_DISAGREE: ("the timing rounds' speedup and the profile's device-time ratio "
@@ -94,6 +94,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.KERNEL_SPEEDUP_DIFFERS: ("kernels alone gain more or less than a call's latency: the "
                                   "host path makes the difference", "fusebench"),
     Code.ROUNDS_DROPPED: ("some timing rounds were not clean and were left out", "fusebench"),
+    Code.PAGE_FAULTS_DIFFER: ("many more page faults a call than the baseline: the variant "
+                              "maps fresh pages every call", "fusebench"),
 }
 
 

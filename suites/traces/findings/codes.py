@@ -53,13 +53,14 @@ class Code(StrEnum):
     # the op tree of a call (tree.py)
     OP_TREE_DIFF = "op_tree_diff"
     FAT_LEAF_OP = "fat_leaf_op"
-    # timing (noise.py)
-    NOISY_TIMING = "noisy_timing"
+    # timing: a cost of the variant's own (noise.py)
+    SLOW_CALLS = "slow_calls"
     # across a row's passes and rounds, after the sweep (measured.py)
     ABOVE_PEAK = "above_peak"
     PASSES_DISAGREE = "passes_disagree"
     KERNEL_SPEEDUP_DIFFERS = "kernel_speedup_differs"
     ROUNDS_DROPPED = "rounds_dropped"
+    PAGE_FAULTS_DIFFER = "page_faults_differ"
 
 
 class Severity(StrEnum):

@@ -24,7 +24,7 @@ DETECTORS: tuple[Detector, ...] = (
     kernels.inductor_kernels,
     gemms.gemm_rates_differ, occupancy.occupancy_limited,
     op_trees.op_tree_diff, op_trees.fat_leaf,
-    noise.noisy_timing,
+    noise.slow_calls,
     timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,
 )
 

@@ -11,6 +11,9 @@
   difference, so a kernel is judged by the kernel speedup and a call by the speedup.
 - rounds_dropped: an ok row some of whose rounds were not clean, and why, so a reader knows the
   figures came from fewer rounds than planned.
+- page_faults_differ: a variant takes many more page faults a call than the baseline of its
+  case (eager LayerNorm at T8192: 18-31k a call after the other variants ran): part of its time
+  is the kernel mapping pages, which a warm process or another allocator may not pay.
 """
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ from suites.traces.findings.core import Finding, Row, column_value, is_ok
 PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
 DISAGREE_FACTOR = 1.5
 HOST_PATH_FACTOR = 1.25  # kernel speedup against speedup
+# Page faults a call over the baseline's: this many times as many, and at least this many more
+# (a fault costs ~0.1-0.5 us: a few hundred a call is noise next to any call that takes them).
+FAULTS_FACTOR, FAULTS_MORE = 2.0, 500.0
 
 
 def _finite(*values) -> bool:
@@ -80,21 +86,37 @@ def rounds_dropped(row: Row):
                       {"rounds": used, "rounds_dropped": dropped})
 
 
+def page_faults_differ(row: Row, base: Row | None):
+    mine = column_value(row, "faults_per_call")
+    theirs = column_value(base, "faults_per_call") if base is not None else None
+    if not (is_ok(row) and _finite(mine, theirs)) or mine < max(FAULTS_FACTOR * theirs,
+                                                                theirs + FAULTS_MORE):
+        return
+    yield Finding(Code.PAGE_FAULTS_DIFFER, Severity.NOTICE,
+                  f"{mine:,.0f} page faults a call against the baseline's {theirs:,.0f}: part of "
+                  "its time is the kernel mapping fresh pages (memory freed and taken again "
+                  "every call); an allocator that keeps memory, or a warm process, may not pay it",
+                  {"faults_per_call": mine, "baseline_faults_per_call": theirs})
+
+
 ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, rounds_dropped)
 AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
 # What the detectors above emit: a resumed run drops these and finds them again over every row.
 ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
-             Code.ROUNDS_DROPPED)
+             Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER)
 
 
 def row_findings(rows: list[Row], suite: str, baseline: str) -> list[dict]:
     """findings.csv rows for every row (its column values) the detectors flag."""
     out = []
+    bases = {column_value(r, "case_id"): r for r in rows if column_value(r, "variant") == baseline}
     for row in rows:
         case_id, variant = column_value(row, "case_id"), column_value(row, "variant")
-        for detector in ROW_DETECTORS:
-            if detector in AGAINST_BASELINE and variant == baseline:
-                continue
-            out += [{"suite": suite, "case_id": case_id, "variant": variant,
-                     **f.as_row()} for f in detector(row)]
+        found = [f for detector in ROW_DETECTORS
+                 if not (detector in AGAINST_BASELINE and variant == baseline)
+                 for f in detector(row)]
+        if variant != baseline:
+            found += page_faults_differ(row, bases.get(case_id))
+        out += [{"suite": suite, "case_id": case_id, "variant": variant, **f.as_row()}
+                for f in found]
     return out
