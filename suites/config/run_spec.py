@@ -261,10 +261,16 @@ def same_config(state: dict, config: dict) -> bool:
     return _first_difference(state.get("config") or {}, config, "") is None
 
 
+# Keys a newer version added, as an older run (whose config lacks them) ran: their defaults.
+ADDED_KEYS = {"timing.aa_control": False}
+
+
 def _first_difference(then, now, where: str) -> str | None:
     if isinstance(then, dict) and isinstance(now, dict):
         for key in list(then) + [k for k in now if k not in then]:
-            found = _first_difference(then.get(key), now.get(key), f"{where}.{key}".lstrip("."))
+            path = f"{where}.{key}".lstrip(".")
+            old = then.get(key, ADDED_KEYS.get(path))
+            found = _first_difference(old, now.get(key), path)
             if found:
                 return found
         return None

@@ -145,10 +145,9 @@ class RunFolder:
 
     @cached_property
     def rounds(self) -> pd.DataFrame | None:
-        """rounds.csv, the same way, at this version's schema (an older run's rounds have no
-        mean_us: upgrade.py)."""
-        frame = self._numbers_table(ROUNDS_CSV)
-        return None if frame is None else upgrade(ROUNDS_CSV, frame, self.version)
+        """rounds.csv, the same way, as written: an older run's rounds have no mean_us, and its
+        readers say which figure they used (compare: the median on both sides then)."""
+        return self._numbers_table(ROUNDS_CSV)
 
     @cached_property
     def kernels(self) -> pd.DataFrame:

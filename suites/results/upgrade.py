@@ -18,9 +18,11 @@ from typing import Callable
 
 import pandas as pd
 
+NAN = float("nan")
+
 from suites.results.columns import KERNEL_DETAIL_COLUMNS, METRICS, empty
 from suites.results.journal import MEASUREMENTS_CSV, SCHEMA_VERSION
-from suites.results.tables import KERNELS_CSV, ROUNDS_CSV
+from suites.results.tables import KERNELS_CSV
 
 # measurements.csv's columns a row may be read without: every metric, and the identity a reader
 # can do without (the block's name, the device, which env.json says too). The others (the key,
@@ -47,13 +49,16 @@ def _from_0(name: str, frame: pd.DataFrame) -> pd.DataFrame:
 
 def _from_1(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     """Version 1 to 2: a row's time per call became the mean over calls (mean_us, what a caller
-    pays) with its interval; version 1 summarised a round and a row by the median of its calls.
-    That median is the only time per call such a run has, so it stands in as mean_us (the
-    interval, slow_calls and faults_per_call stay empty), in measurements.csv and rounds.csv
-    alike: an old run's us/call is its median, and its speedups stay as it computed them."""
-    if name in (MEASUREMENTS_CSV, ROUNDS_CSV) and "median_us" in frame.columns \
-            and "mean_us" not in frame.columns:
-        frame = frame.assign(mean_us=frame["median_us"])
+    pays) with its interval; version 1 summarised a row by the median of its calls. That median
+    is the only time per call such a run has, so it stands in as the row's mean_us (the
+    interval, slow_calls and faults_per_call stay empty): an old run's us/call is its median,
+    and its speedups stay as it computed them. rounds.csv is left as written: compare sees
+    which figure each side's rounds hold and uses one figure for both."""
+    if name == MEASUREMENTS_CSV and "median_us" in frame.columns:
+        # Filled empty by the step from 0 (which adds every column of today), or not there.
+        median = pd.to_numeric(frame["median_us"], errors="coerce")  # garbled: the reader says
+        written = frame["mean_us"] if "mean_us" in frame.columns else median * NAN
+        frame = frame.assign(mean_us=pd.to_numeric(written, errors="coerce").fillna(median))
     return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
 
 

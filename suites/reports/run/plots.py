@@ -31,9 +31,10 @@ def _lines(frame, size_axis, params, value, ax, log_y=True):
     for name, group in frame.assign(series=frame.apply(label, axis=1)).groupby("series", sort=False):
         group = group.sort_values(size_axis)
         ax.plot(group[size_axis], group[value], marker="o", label=name)
-        if value == "mean_us":
+        band = group[["mean_low_us", "mean_high_us"]].gt(0).all(axis=1)
+        if value == "mean_us" and band.any():  # an older run has no interval to draw
             ax.fill_between(group[size_axis], group["mean_low_us"], group["mean_high_us"],
-                            alpha=0.15)
+                            where=band, alpha=0.15)
     ax.set_xscale("log", base=2)
     if log_y:
         ax.set_yscale("log")
