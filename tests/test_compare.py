@@ -160,8 +160,8 @@ def test_every_row_is_listed_with_its_verdict(two_runs, tmp_path, capsys):
     assert "needs a CUDA GPU" in skipped.note
     assert got[("M16", "eager")].verdict == "only in A"
     assert got[("M256", "eager")].verdict == "only in B"
-    assert list(frame.columns) == ["suite", "case_id", "variant", "dtype", "median_a_us",
-                                   "median_b_us", "ratio", "ci_low", "ci_high", "eq_low",
+    assert list(frame.columns) == ["suite", "case_id", "variant", "dtype", "a_us",
+                                   "b_us", "ratio", "ci_low", "ci_high", "eq_low",
                                    "eq_high", "verdict", "mde", "drift_sd", "n_a", "n_b",
                                    "status_a", "status_b", "note"]
     for name in OUTPUTS:
@@ -310,7 +310,7 @@ def test_too_few_rounds_or_a_noisy_row_is_not_comparable(tmp_path, capsys):
     assert "too few rounds (A 2, B 5" in got.loc["M64", "note"]
     assert got.loc["M128", "verdict"] == "not comparable"
     assert "B noisy: 1 of 5 rounds clean" in got.loc["M128", "note"]
-    assert pd.isna(got.loc["M128", "median_b_us"])  # a noisy row's median is not a result
+    assert pd.isna(got.loc["M128", "b_us"])  # a noisy row's median is not a result
     with pytest.raises(ValueError):
         Rule(min_rounds=1)
 

@@ -19,7 +19,7 @@ from suites.reports.kit.change import Change
 from suites.results.columns import KEY, Status
 from suites.results.intervals import run_ratio
 
-COLUMNS = ["suite", "case_id", "variant", "dtype", "median_a_us", "median_b_us", "ratio",
+COLUMNS = ["suite", "case_id", "variant", "dtype", "a_us", "b_us", "ratio",
            "ci_low", "ci_high", "eq_low", "eq_high", "verdict", "mde", "drift_sd", "n_a", "n_b",
            "status_a", "status_b", "note"]
 NAN = float("nan")
@@ -80,12 +80,12 @@ def _status_note(label: str, row) -> str:
 def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
     """Fill ratio, CI, verdict and note for a row that is ok on both sides."""
     if min(out["n_a"], out["n_b"]) < rule.min_rounds:
-        # Still show the ratio of the recorded medians: useful, just not a decision.
-        a, b = out["median_a_us"], out["median_b_us"]
+        # Still show the ratio of the rows' recorded times: useful, just not a decision.
+        a, b = out["a_us"], out["b_us"]
         out["ratio"] = b / a if a and b and a > 0 else NAN
         out["verdict"] = "not comparable"
         out["note"] = (f"too few rounds (A {out['n_a']}, B {out['n_b']}; {rule.min_rounds} clean "
-                       "rounds a side needed): ratio of recorded medians, no CI")
+                       "rounds a side needed): ratio of the rows' recorded times, no CI")
         return
     r = run_ratio(a_rounds, b_rounds, drift.sd)
     cls = decision.change(r, rule.floor)
@@ -94,10 +94,13 @@ def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
                note=decision.note(r, rule.floor, cls, aa_control=drift.from_aa_control))
 
 
-def _pair(key: tuple, a, b, a_rounds, b_rounds, rule: Rule, drift: Drift) -> dict:
+def _pair(key: tuple, a, b, a_rounds, b_rounds, rule: Rule, drift: Drift,
+          figure: str = "mean_us") -> dict:
+    """One row of the join; a_us and b_us are the rows' own figure of the kind the rounds
+    use (us/call, or the median where a side's rounds have no mean)."""
     out = dict(zip(KEY, key))
     out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
-               median_a_us=_ok_value(a, "median_us"), median_b_us=_ok_value(b, "median_us"),
+               a_us=_ok_value(a, figure), b_us=_ok_value(b, figure),
                ratio=NAN, ci_low=NAN, ci_high=NAN, eq_low=NAN, eq_high=NAN, mde=NAN,
                drift_sd=drift.sd,
                n_a=0 if a_rounds is None else len(a_rounds),
@@ -130,7 +133,7 @@ def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule(), figure: str | 
     b_rows = {tuple(r[k] for k in KEY): r for _, r in side_b.rows.iterrows()}
     keys = list(a_rows) + [k for k in b_rows if k not in a_rows]
     pairs = [_pair(k, a_rows.get(k), b_rows.get(k), a_rounds.get(k), b_rounds.get(k), rule,
-                   drift.get(k[0]) or Drift(rule.drift_sd or 0.0, "")) for k in keys]
+                   drift.get(k[0]) or Drift(rule.drift_sd or 0.0, ""), figure) for k in keys]
     return pd.DataFrame(pairs, columns=COLUMNS)
 
 

@@ -18,8 +18,8 @@ tr.faster td{background:#eaf6ec}tr.slower td{background:#fbeaea}
 tr.inconclusive td{background:#fdf5e2}
 tr.not-comparable td,tr.only-in-a td,tr.only-in-b td{color:#777}
 """
-HTML_COLUMNS = {"case_id": "case", "variant": "variant", "median_a_us": "A median us",
-                "median_b_us": "B median us", "ratio": "B/A", "ci": "99% CI", "eq": "90% CI",
+HTML_COLUMNS = {"case_id": "case", "variant": "variant", "a_us": "A us",
+                "b_us": "B us", "ratio": "B/A", "ci": "99% CI", "eq": "90% CI",
                 "verdict": "verdict", "mde": "mde", "n": "rounds A/B", "status": "status A/B",
                 "note": "note"}
 
@@ -53,7 +53,7 @@ def _display(frame: pd.DataFrame) -> pd.DataFrame:
         n=[f"{a}/{b}" for a, b in zip(frame["n_a"], frame["n_b"])],
         status=[f"{a or '-'}/{b or '-'}" for a, b in
                 zip(frame["status_a"].fillna(""), frame["status_b"].fillna(""))],
-        median_a_us=frame["median_a_us"].map(num), median_b_us=frame["median_b_us"].map(num),
+        a_us=frame["a_us"].map(num), b_us=frame["b_us"].map(num),
         note=frame["note"].fillna(""))
 
 
