@@ -14,6 +14,7 @@ from kernels.base import DTYPES, Value
 from suites.common.errors import ConfigError
 from suites.results.journal import COMPLETE, still_running
 from suites.harness.contention import usable_cpus
+from suites.harness.cpu_budget import cpu_budget
 from suites.harness.profile_pass import ProfileSpec
 from suites.harness.spec import RunSpec, SuiteSpec
 from suites.harness.timing import TimingSpec
@@ -146,13 +147,15 @@ def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
 
 
 def auto_threads() -> tuple[int, str]:
-    """All usable cores but one. With every core in one OpenMP team, another process taking a
-    core stalls the whole team for a scheduler tick at every parallel region (a 10 us matmul
-    timed at 4-16 ms); one core left free absorbs the machine's other work. Measured on a
-    shared 2-core machine: see the README's "Timing on a shared machine"."""
-    usable = usable_cores()
-    threads = max(1, usable - 1)
-    return threads, f"auto: {threads} = usable cores ({usable}) - 1, one left for other processes"
+    """All usable cores but one: physical cores within the affinity mask and the container's
+    CPU quota (suites/harness/cpu_budget.py). With every core in one OpenMP team, another
+    process taking a core stalls the whole team for a scheduler tick at every parallel region
+    (a 10 us matmul timed at 4-16 ms); one core left free absorbs the machine's other work.
+    Measured on a shared 2-core machine: see docs/methodology.md."""
+    budget = cpu_budget(usable_cpus())
+    threads = max(1, budget.cores - 1)
+    return threads, (f"auto: {threads} = usable cores ({budget.describe()}) - 1, one left for "
+                     "other processes")
 
 
 def params_text(shape: Mapping) -> str:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from suites.harness.cpu_budget import throttled_s
 from suites.harness.gpu_state import GpuState
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -30,6 +31,7 @@ class RoundLoad:
     gpu_other_processes: int | None = None  # other processes with a context on the GPU
     sm_clock_ratio: float | None = None     # SM clock / its maximum, at the end of the share
     page_faults: int | None = None          # this process's page faults (minor + major)
+    throttled_frac: float | None = None     # share of the wall time the CPU quota throttled
 
 
 def usable_cpus() -> set[int]:
@@ -100,12 +102,15 @@ class LoadMeter:
 
     def start(self) -> None:
         self._start = (time.perf_counter(), time.process_time(), cpu_times(self.cpus),
-                       run_delay_s(), page_faults())
+                       run_delay_s(), page_faults(), throttled_s())
 
     def stop(self) -> RoundLoad:
-        wall0, own0, ticks0, delay0, faults0 = self._start
+        wall0, own0, ticks0, delay0, faults0, throttled0 = self._start
         wall, own = time.perf_counter() - wall0, time.process_time() - own0
         faults = page_faults() - faults0
+        throttled = throttled_s()
+        quota = (max(0.0, throttled - throttled0) / wall
+                 if throttled is not None and throttled0 is not None and wall > 0 else None)
         ticks = cpu_times(self.cpus)
         delay = run_delay_s()
         others = (others_cores(ticks[0] - ticks0[0], own, wall)
@@ -113,6 +118,6 @@ class LoadMeter:
         wait = (max(0.0, delay - delay0) / wall
                 if delay is not None and delay0 is not None and wall > 0 else None)
         if self.nvml is None:
-            return RoundLoad(wall, others, wait, page_faults=faults)
+            return RoundLoad(wall, others, wait, page_faults=faults, throttled_frac=quota)
         return RoundLoad(wall, others, wait, self.nvml.other_processes(), self.nvml.clock_ratio(),
-                         faults)
+                         faults, quota)

@@ -126,6 +126,10 @@ def contention(loads: list[RoundLoad], cores: int, threads: int) -> str:
         if others > cores - threads + SPARE_CORES:
             reasons.append(f"other processes kept {others:.1f} of {cores} cores busy "
                            f"(the timing uses {threads} thread{'s' * (threads != 1)})")
+    throttled = max((l.throttled_frac or 0.0 for l in loads), default=0.0)
+    if throttled > WAIT_LIMIT:
+        reasons.append(f"the container's CPU quota throttled the timing for {throttled:.0%} of a "
+                       "share (timing.threads above the quota, or other work in the container)")
     procs = max((l.gpu_other_processes or 0 for l in loads), default=0)
     if procs:
         reasons.append(f"{procs} other process{'es' * (procs != 1)} on the GPU")
