@@ -316,7 +316,11 @@ def test_real_runs_make_every_output(real_runs, tmp_path, capsys):
     for (suite, variant), group in rows.groupby(["suite", "variant"]):
         if (group["status"] == "ok").all() and variant != "triton":
             fit = fits[(fits["suite"] == suite) & (fits["variant"] == variant)]
-            assert fit["overhead_us"].notna().all(), (suite, variant)
+            # A fit, or "no fit" where the best line misses a point (a busy machine can time
+            # the larger size faster than the smaller one): never a line 54% off its points.
+            fitted = fit["overhead_us"].notna() & (fit["max_rel_err"] <= 0.25)
+            missed = fit["fit_note"].fillna("").str.startswith("no fit: the best line misses")
+            assert (fitted | missed).all(), (suite, variant, fit.to_string())
     breakeven = pd.read_csv(out / "breakeven.csv")
     assert set(breakeven["variant"]) == {"compile"} and len(breakeven) == 4
     page = (out / "ladder.html").read_text()

@@ -105,8 +105,8 @@ def test_the_ladder_answer_names_the_blocks_where_fusion_pays():
         for f, v, s, x in (("eager", "naive", "ok", 1.0), ("library", "sdpa", "ok", 5.0),
                            ("triton", "triton_flash", "skipped", float("nan")))])
     head, lines = ladder_answer.lines(table)
-    assert head == "A fused form pays off at the reference shape of 1 of 1 block(s): attention " \
-                   "(sdpa 5x)."
+    assert head == ("A fused form is faster, by its 95% interval, at the reference shape of 1 of "
+                    "1 block(s) and dtype(s): attention fp32 (sdpa 5x, 4.75-5.25).")
     assert lines == ["attention fp32 at S1024: library sdpa faster, 5x (4.75-5.25); triton "
                      "skipped; naive: 6 kernels per call, device work 300 us in a 350 us host "
                      "span"]
@@ -135,3 +135,18 @@ def test_crowded_tick_labels_are_turned_then_thinned_until_none_overlap():
     assert labels[0].get_rotation() == 30 and labels[0].get_visible()
     assert 1 < sum(label.get_visible() for label in labels) < 30
     plt.close(fig)
+
+
+def test_the_ladder_headline_counts_only_intervals_that_clear_and_names_the_dtype():
+    def rows(dtype, low, high):
+        return [{"suite": "attention", "dtype": dtype, "machine": "", "shape": "S1024",
+                 "family": f, "variant": v, "status": "ok", "speedup": x, "speedup_low": lo,
+                 "speedup_high": hi, "n_kernels": 6, "device_us": 300.0, "host_us": 350.0}
+                for f, v, x, lo, hi in (("eager", "naive", 1.0, 1.0, 1.0),
+                                        ("compile", "compile", 1.6, low, high))]
+    # bf16: 1.6x with an interval that clears; fp32: 1.6x by its point, but the interval
+    # reaches below 1: not a win.
+    table = pd.DataFrame(rows("bfloat16", 1.4, 1.8) + rows("float32", 0.8, 3.2))
+    head, _ = ladder_answer.lines(table)
+    assert "at the reference shape of 1 of 2 block(s) and dtype(s): attention bf16 (compile " \
+           "1.6x, 1.4-1.8)." in head and "fp32" not in head

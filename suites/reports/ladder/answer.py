@@ -27,6 +27,13 @@ def _block(rows: pd.DataFrame) -> str:
            f"{first['shape']}{where}"
 
 
+def _block_name(rows: pd.DataFrame) -> str:
+    """`attention bf16`: a block and its dtype (and machine), as the headline names it."""
+    first = rows.iloc[0]
+    name = f"{first['suite']} {DTYPE_SHORT.get(first['dtype'], first['dtype'])}"
+    return name + (f" on {first['machine']}" if first.get("machine") else "")
+
+
 def _baseline_name(suite: str) -> str:
     try:
         return registry.get_op(suite).baseline
@@ -66,7 +73,8 @@ def lines(table: pd.DataFrame) -> tuple[str, list[str]]:
     """(headline, one line per block)."""
     out, paying = [], []
     keys = ["suite", "dtype", "machine"] if "machine" in table else ["suite", "dtype"]
-    for _, rows in table.groupby(keys, sort=False):
+    groups = table.groupby(keys, sort=False)
+    for _, rows in groups:
         paired = _paired(rows)
         parts = [_family(r) for r in paired.itertuples()]
         base = _baseline_name(rows.iloc[0]["suite"])
@@ -74,15 +82,20 @@ def lines(table: pd.DataFrame) -> tuple[str, list[str]]:
         parts += [f"{r.family} {r.status}" for r in missing.itertuples()]
         base = _baseline(rows)
         out.append(f"{_block(rows)}: " + "; ".join(parts + ([base] if base else [])))
-        if (paired["cls"] == Change.FASTER).any():
-            best = paired.loc[paired["speedup"].idxmax()]
-            paying.append(f"{rows.iloc[0]['suite']} ({best['variant']} {times(best['speedup'])})")
-    blocks = table["suite"].nunique()
+        # Only a speedup whose interval clears the band counts: a point estimate, or one with
+        # no interval, is not a win (a ladder said 6 of 6 blocks, the next 4 of 6).
+        faster = paired[paired["cls"] == Change.FASTER]
+        if len(faster):
+            best = faster.loc[faster["speedup"].idxmax()]
+            paying.append(f"{_block_name(rows)} ({best['variant']} {times(best['speedup'])}, "
+                          f"{span(best['speedup_low'], best['speedup_high'])})")
+    blocks = groups.ngroups
     if paying:
-        head = (f"A fused form pays off at the reference shape of {len(paying)} of {blocks} "
-                f"block(s): {', '.join(paying)}.")
+        head = (f"A fused form is faster, by its 95% interval, at the reference shape of "
+                f"{len(paying)} of {blocks} block(s) and dtype(s): {', '.join(paying)}.")
     else:
-        head = f"No fused form is faster than its baseline at any of the {blocks} block(s)."
+        head = (f"No fused form is faster than its baseline, by its 95% interval, at any of the "
+                f"{blocks} block(s) and dtype(s).")
     return head, out
 
 

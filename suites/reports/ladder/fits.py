@@ -30,6 +30,9 @@ TWO_SIZES = "two sizes: exact by construction, untested"
 FIT_COLUMNS = ["suite", "variant", "dtype", "choice", "n_shapes", "overhead_us", "tflops", "balance_flops",
                "max_rel_err", "fit_note", "crossover_flops", "crossover"]
 
+# A fit whose worst point is further off than this is not shown as one ("no fit"): a ladder
+# printed fits 54% off their points.
+MAX_FIT_ERROR = 0.25
 
 @dataclass(frozen=True)
 class Fit:
@@ -113,6 +116,12 @@ def fit_table(rows: pd.DataFrame, suite: str) -> tuple[pd.DataFrame, dict[tuple,
         if fit is None:
             row.update(overhead_us=NAN, tflops=NAN, balance_flops=NAN, max_rel_err=NAN,
                        fit_note="fewer than two sizes: no fit")
+        elif fit.max_rel_err > MAX_FIT_ERROR:  # a line that misses its points says nothing
+            row.update(overhead_us=NAN, tflops=NAN, balance_flops=NAN,
+                       max_rel_err=fit.max_rel_err,
+                       fit_note=f"no fit: the best line misses a point by "
+                                f"{fit.max_rel_err:.0%} (over {MAX_FIT_ERROR:.0%}): time per "
+                                "call is not a fixed cost plus work at one rate here")
         else:
             fits[(variant, dtype, choice)] = fit
             # The work at which the fixed cost is half the call: a * R.
