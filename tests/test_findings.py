@@ -162,13 +162,6 @@ def test_fixture_alexnet_findings_per_measured_step():
     assert "metadata_ops" in found and "overhead_bound" in found
 
 
-def test_slow_calls_when_a_share_of_calls_pays_its_own_cost(tmp_path):
-    profile = profile_of(cpu_step(0, 0, [("aten::mm", 2, 90)]), tmp_path)
-    every_12th = {"median_us": 10.0, "mean_us": 10.0 + 2000.0 / 12, "slow_calls": 1 / 12}
-    assert "slow_calls" in codes(profile, row=every_12th)
-    assert "slow_calls" not in codes(profile, row={"median_us": 10.0, "mean_us": 10.5})
-
-
 def test_find_all_reads_a_rows_column_values_as_a_csv_row_gives_them(tmp_path):
     """The engine takes column name -> value (ResultRow.record(), a measurements.csv row read by
     pandas, NaN in an empty text cell); the baseline's own row is judged without a baseline,

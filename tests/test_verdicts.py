@@ -152,3 +152,20 @@ def test_page_faults_a_call_far_over_the_baseline_are_named():
     faults = [f for f in found if f["code"] == "page_faults_differ"]
     assert [f["variant"] for f in faults] == ["compile"]  # 300 a call: under 500 more
     assert faults[0]["statement"].startswith("25,000 page faults a call against the baseline's 40")
+
+
+def test_slow_calls_when_a_share_of_calls_pays_its_own_cost():
+    from suites.results.row import TimingStats
+
+    def timed(mean):
+        return TimingStats(600, 10.0, 9.0, 11.0, 9.0, 0.1, mean, mean * 0.98, mean * 1.02,
+                           rounds=10, slow_calls=1 / 12)
+
+    every_12th = _row(timing=timed(10.0 + 2000.0 / 12))
+    found = row_findings([every_12th.record()], "matmul_add", "eager")
+    statement = next(f["statement"] for f in found if f["code"] == "slow_calls")
+    assert statement.startswith("8.3% of its calls are slow (over twice the median call), "
+                                "adding 166.7 us a call")
+    near = _row(timing=timed(10.5))
+    assert not [f for f in row_findings([near.record()], "matmul_add", "eager")
+                if f["code"] == "slow_calls"]

@@ -53,12 +53,11 @@ class Code(StrEnum):
     # the op tree of a call (tree.py)
     OP_TREE_DIFF = "op_tree_diff"
     FAT_LEAF_OP = "fat_leaf_op"
-    # timing: a cost of the variant's own (noise.py)
-    SLOW_CALLS = "slow_calls"
     # across a row's passes and rounds, after the sweep (measured.py)
     ABOVE_PEAK = "above_peak"
     PASSES_DISAGREE = "passes_disagree"
     KERNEL_SPEEDUP_DIFFERS = "kernel_speedup_differs"
+    SLOW_CALLS = "slow_calls"
     ROUNDS_DROPPED = "rounds_dropped"
     PAGE_FAULTS_DIFFER = "page_faults_differ"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from suites.traces.findings import (artifacts, bounds, compiled, copies, fusion, kernels, noise,
+from suites.traces.findings import (artifacts, bounds, compiled, copies, fusion, kernels,
                                     timeline)
 from suites.traces.findings import tree as op_trees
 from suites.traces.findings import gemms, occupancy
@@ -24,7 +24,6 @@ DETECTORS: tuple[Detector, ...] = (
     kernels.inductor_kernels,
     gemms.gemm_rates_differ, occupancy.occupancy_limited,
     op_trees.op_tree_diff, op_trees.fat_leaf,
-    noise.slow_calls,
     timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,
 )
 

@@ -11,6 +11,11 @@
   difference, so a kernel is judged by the kernel speedup and a call by the speedup.
 - rounds_dropped: an ok row some of whose rounds were not clean, and why, so a reader knows the
   figures came from fewer rounds than planned.
+- slow_calls: what a caller pays (us/call, the mean over calls) well above the median call: a
+  share of the calls pays a cost of the variant's own (a recompile, a guard miss, an allocator
+  flush, a GC pass, every k-th call), which the median hides. Rounds in which every variant was
+  slowed were the machine's and were dropped before (suites/harness/round_checks.py), so what
+  is left is the variant's own; it is named here, never charged to the machine.
 - page_faults_differ: a variant takes many more page faults a call than the baseline of its
   case (eager LayerNorm at T8192: 18-31k a call after the other variants ran): part of its time
   is the kernel mapping pages, which a warm process or another allocator may not pay.
@@ -25,6 +30,8 @@ from suites.traces.findings.core import Finding, Row, column_value, is_ok
 PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
 DISAGREE_FACTOR = 1.5
 HOST_PATH_FACTOR = 1.25  # kernel speedup against speedup
+# us/call this much above the median call: a share of the calls pays a cost of its own.
+MEAN_OVER_MEDIAN = 1.10
 # Page faults a call over the baseline's: this many times as many, and at least this many more
 # (a fault costs ~0.1-0.5 us: a few hundred a call is noise next to any call that takes them).
 FAULTS_FACTOR, FAULTS_MORE = 2.0, 500.0
@@ -77,6 +84,22 @@ def kernel_speedup_differs(row: Row):
                        "median_us": column_value(row, "median_us")})
 
 
+def slow_calls(row: Row):
+    mean, median = column_value(row, "mean_us"), column_value(row, "median_us")
+    share = column_value(row, "slow_calls")
+    if not (is_ok(row) and _finite(mean, median) and median > 0) \
+            or mean <= MEAN_OVER_MEDIAN * median:
+        return
+    some = (f"{share:.1%} of its calls are slow (over twice the median call)"
+            if _finite(share) and share > 0 else "its calls spread far above the median")
+    yield Finding(Code.SLOW_CALLS, Severity.WARNING,
+                  f"{some}, adding {mean - median:.4g} us a call: us/call {mean:.4g} is "
+                  f"{mean / median - 1:.0%} above the median call ({median:.4g} us). A cost of "
+                  "the variant's own (a recompile, a guard miss, an allocator flush, a GC "
+                  "pass): rounds that slowed every variant were the machine's and were left out",
+                  {"mean_us": mean, "median_us": median, "slow_calls": share})
+
+
 def rounds_dropped(row: Row):
     dropped, used = column_value(row, "rounds_dropped"), column_value(row, "rounds")
     if is_ok(row) and _finite(dropped, used) and dropped > 0:
@@ -99,11 +122,12 @@ def page_faults_differ(row: Row, base: Row | None):
                   {"faults_per_call": mine, "baseline_faults_per_call": theirs})
 
 
-ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, rounds_dropped)
+ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, slow_calls,
+                 rounds_dropped)
 AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
 # What the detectors above emit: a resumed run drops these and finds them again over every row.
 ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
-             Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER)
+             Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER)
 
 
 def row_findings(rows: list[Row], suite: str, baseline: str) -> list[dict]:
