@@ -1,18 +1,25 @@
 """What a row derives from its parts: the cost model of its case, throughput and roofline share,
 exposed overhead and compile cost (the paired speedup comes from the rounds: case_run.py).
 
-Throughput is measured against the kernel time on CUDA and the median on a CPU (`work_us`).
-`pct_peak` is the achieved FLOP/s over what the roofline allows at this arithmetic intensity,
-min(peak FLOP/s, intensity x peak bandwidth), with both peaks measured on this machine
-(env.json).
+Throughput is measured against the kernel time on CUDA and the time per call on a CPU
+(`work_us`). `pct_peak` is the achieved FLOP/s over what the roofline allows at the variant's
+own arithmetic intensity (its modelled bytes where the op models its form), min(peak FLOP/s,
+intensity x the bandwidth of the memory level its bytes fit in), both measured on this machine
+(env.json, calibration.py). The bound is overhead where the exposed overhead is half the call or
+more, else compute or memory by the intensity against the ridge.
 """
 from __future__ import annotations
 
 import math
 
 from kernels.base import Case, Op, Variant
+from suites.harness.calibration import bandwidth_for
 from suites.traces.device_time import on_gpu
 from suites.results.row import NAN, ResultRow, Roofline
+
+# A call whose exposed overhead is this share of it or more is overhead-bound, whatever the
+# op's intensity says (roofline_bound).
+OVERHEAD_SHARE = 0.5
 
 
 def new_row(suite: str, case: Case, variant: Variant, op: Op, threads: int) -> ResultRow:
@@ -43,9 +50,27 @@ def _roofline(row: ResultRow, peaks: dict | None) -> None:
     if not peaks:
         return
     peak_tflops = peaks["matmul_tflops"].get(row.dtype, NAN)
-    memory_tflops = r.intensity * peaks["copy_gbps"] / 1e3
+    # The variant's own bytes where its form is modelled (an unfused form moves more), and the
+    # roof of the memory level they fit in (calibration.py: a CPU's caches).
+    moved = r.bytes_moved if r.bytes_moved and r.bytes_moved == r.bytes_moved else r.bytes
+    bandwidth = bandwidth_for(peaks, moved)
+    model_us = max(r.flops / (peak_tflops * 1e6), moved / (bandwidth * 1e3))
+    memory_tflops = r.flops / moved * bandwidth / 1e3 if moved else NAN
     r.pct_peak = 100.0 * r.tflops / min(peak_tflops, memory_tflops)
     r.roofline_bound = "compute" if memory_tflops >= peak_tflops else "memory"
+    if _overhead_bound(row, model_us, time_us):
+        r.roofline_bound = "overhead"
+
+
+def _overhead_bound(row: ResultRow, model_us: float, time_us: float) -> bool:
+    """Overhead is what bounds a call where the exposed overhead (host and launch work the
+    device waits on) is most of it, as the profile measured; without a profile, where the work
+    at the roofs is under a tenth of the call (a 64^3 fp32 matmul is neither memory- nor
+    compute-bound: Python and dispatch are its time)."""
+    overhead = exposed_overhead_us(row)
+    if overhead == overhead:
+        return overhead >= OVERHEAD_SHARE * row.value("mean_us")
+    return model_us < 0.1 * time_us
 
 
 def exposed_overhead_us(row: ResultRow) -> float:

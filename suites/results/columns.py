@@ -185,17 +185,19 @@ METRICS = (
        "modelled", "bytes (model)", "roofline"),
     Column("intensity", "FLOP/B", NUMBER, "flops / bytes", part="roofline"),
     Column("tflops", "TFLOP/s", NUMBER,
-       "flops / kernel us on CUDA (the device's work rate), flops / median on a CPU",
+       "flops / kernel us on CUDA (the device's work rate), flops / us/call on a CPU",
        "TFLOP/s", "roofline"),
-    Column("gbps", "GB/s", NUMBER, "bytes / kernel us on CUDA, bytes / median on a CPU", "GB/s",
+    Column("gbps", "GB/s", NUMBER, "bytes / kernel us on CUDA, bytes / us/call on a CPU", "GB/s",
        "roofline"),
     Column("pct_peak", "%", NUMBER,
-       "achieved FLOP/s over min(peak FLOP/s, intensity x peak bandwidth), both peaks measured "
-       "on this machine (the best of a probe at the start and one at the end of the run, "
-       "env.json); above 100 is flagged", "% roofline", "roofline"),
+       "achieved FLOP/s over min(peak FLOP/s, the variant's own intensity (its modelled bytes) "
+       "x the bandwidth of the memory level those bytes fit in: on a CPU a cache level, probed), "
+       "all measured on this machine (the best of a probe at the start and one at the end of "
+       "the run, env.json); above 100 is flagged", "% roofline", "roofline"),
     Column("roofline_bound", "", TEXT,
-       "compute or memory: the roof the op's intensity meets on this machine (its measured "
-       "ridge point: peak FLOP/s / peak bandwidth)", part="roofline"),
+       "overhead where the exposed overhead is half the call or more; else compute or memory: "
+       "the roof the variant's intensity meets on this machine (its measured ridge point, at "
+       "the memory level its bytes fit in)", part="roofline"),
     Column("max_abs_err", "", NUMBER,
        "max |out - ref| against the float64 reference, on fresh random inputs", part="check"),
     Column("rel_err", "", NUMBER, "||out - ref|| / ||ref||", part="check"),

@@ -36,6 +36,14 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
     if b.code == Code.COMPUTE_BOUND:
         work = "device work" if ctx.on_gpu else "compute work (CPU ops that compute)"
         busy = p["busy"] if ctx.on_gpu else b.us
+        if ctx.value("roofline_bound") == "overhead":
+            # The profile times each op with the profiler's own cost in it: on a call of a few
+            # microseconds its compute can read longer than the whole unprofiled call.
+            return Code.OVERHEAD_BOUND, (
+                f"overhead-bound: the exposed overhead (host and launch work the device waits "
+                f"on) is {ctx.value('exposed_overhead_us'):.3g} us of a "
+                f"{ctx.value('mean_us'):.3g} us call; the profiled {work} "
+                f"({b.us:.1f} us) carries the profiler's per-op cost")
         if ctx.value("roofline_bound") == "memory":
             return Code.MEMORY_BOUND, (
                 f"memory-bound: {work} fills {busy / b.window_us:.0%} of the {what} "
