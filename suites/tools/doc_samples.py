@@ -62,7 +62,7 @@ def run_output(work: Path) -> str:
     care."""
     out = _run(work, "a")
     lines = (work / "a.txt").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if "median us" in line and "variant" in line)
+    start = next(i for i, line in enumerate(lines) if "us/call" in line and "variant" in line)
     # The table ends where the lines about the other rows begin (summary.py), or a blank line.
     after = ("skipped:", "failed:", "incorrect:", "noisy:", "read with care:")
     end = next((i for i in range(start + 1, len(lines))
