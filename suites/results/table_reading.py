@@ -65,8 +65,8 @@ def typed_measurements(file: Path, frame: pd.DataFrame) -> pd.DataFrame:
 
 # Times no measurement can give: a call takes more than 0 us and less than forever; a speedup is
 # a ratio of two such times. Any other value was edited or garbled.
-_POSITIVE = ("mean_us", "median_us", "min_us", "p10_us", "p90_us", "speedup", "speedup_low", "speedup_high",
-             "kernel_speedup")
+_POSITIVE = ("mean_us", "median_us", "min_us", "p10_us", "p90_us", "speedup", "speedup_low",
+             "speedup_high", "kernel_speedup")
 # Times that may be 0 (no device work seen) but never below. Not launch_delay_us (a kernel may
 # start before its launch call returns) nor exposed_overhead_us (a difference).
 _NOT_NEGATIVE = ("kernel_us", "host_us", "device_us", "launch_api_us")

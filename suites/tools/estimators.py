@@ -28,8 +28,8 @@ when B is truly 1.10x, 1.15x or 1.30x slower (targets: A/A <= 1 per 60 rows; 1.1
 1.30x >= 99%).
 
 Full: 1000 cases a model, 20 pairs of runs a compare cell, drifts 2/4/6% at the default rounds and
-at twice as many (a few minutes on one core). --quick (the tests): 400 cases a model, and compare at the 2%
-drift and the default rounds only, 12 pairs, 1.15x and 1.30x (under a minute).
+at twice as many (a few minutes on one core). --quick (the tests): 400 cases a model, and
+compare at the 2% drift and the default rounds only, 12 pairs, 1.15x and 1.30x (under a minute).
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ from suites.results.intervals import run_ratio
 from suites.results.row import ResultRow, Roofline
 from suites.results.columns import Status
 from kernels.base import Case
-from suites.tools.noise_models import (BASELINE, NoiseModel, Samples, mean_one_lognormal,
+from suites.tools.noise_models import (BASELINE, NoiseModel, Samples,
                                        one_run_models, steady_case)
 
 DEFAULT_TIMING = Path(__file__).resolve().parents[2] / "conf" / "timing" / "default.yaml"

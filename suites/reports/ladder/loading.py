@@ -130,7 +130,8 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     device = keys.map(base["device_us"]).astype(float) / rows["device_us"]
     out = pd.DataFrame(index=rows.index)
     # An ok row with no paired speedup (no timing rounds: another tool's table, or an edited
-    # one) has nothing to keep: its ratio of times per call stands, as for a baseline from another run.
+    # one) has nothing to keep: its ratio of times per call stands, as for a baseline from
+    # another run.
     unpaired_here = same_run & rows["rounds"].isna() & rows["speedup"].isna()
     out["speedup"] = np.where(same_run & ~unpaired_here, rows["speedup"],
                               np.where(other_run | unpaired_here, unpaired, np.nan))

@@ -33,7 +33,8 @@ TEXT_COLUMNS = ("suite", "machine", "dtype", "shape", "family", "variant", "choi
 INTRO = ("Each block of the ladder at its reference shape (the series' shape, from env.json; on a "
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
          "(the fastest ok variant where a family has several). Times are per call in microseconds: "
-         "mean over calls of the timing pass (what a caller pays); device us and host us from the profiled pass (on a CPU, device "
+         "mean over calls of the timing pass (what a caller pays); device us and host us from "
+         "the profiled pass (on a CPU, device "
          "us is the compute ops' self time). Speedup: baseline time / variant time, paired per timing round "
          "(both timed in the same rounds of one run), with its 95% interval; device ratio: the "
          "same ratio of the profile pass's device time, a separate pass, never mixed into the "
@@ -147,7 +148,8 @@ def markdown(ladder, out_dir) -> str:
     if len(c.dropped):
         parts += ["## Duplicates dropped", "", md_table(_dropped_display(c), DROPPED), ""]
     for part in ladder.suites:
-        parts += [f"## {part.title}", "", "### Overhead fit: us/call = overhead + FLOPs / throughput",
+        parts += [f"## {part.title}", "",
+                  "### Overhead fit: us/call = overhead + FLOPs / throughput",
                   "", md_table(display(part.fits, FITS), FITS), "",
                   "### Compile break-even", "",
                   md_table(display(part.breakeven, BREAKEVEN), BREAKEVEN) if len(part.breakeven)

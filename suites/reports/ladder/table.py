@@ -82,7 +82,8 @@ def _pass_notes(row) -> list[str]:
     """Where the speedup must not be read alone: unpaired, or contradicted by the profile pass."""
     notes = []
     if row["status"] == Status.OK and not row.get("paired", True):
-        notes.append("speedup unpaired: its baseline comes from another run (ratio of the times per call)")
+        notes.append("speedup unpaired: its baseline comes from another run (ratio of the "
+                     "times per call)")
     s, d = row["speedup"], row["device_ratio"]
     if s == s and d == d and s > 0 and d > 0 and max(s / d, d / s) > DISAGREE:
         notes.append(f"passes disagree: timing {times(s)}, profile device time {times(d)}")
