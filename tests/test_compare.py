@@ -17,7 +17,7 @@ from suites.reports.compare.drift import DRIFT_SD
 from suites.reports.compare.joined import Rule
 from suites.reports.compare.loading import clean_rounds, round_figures
 from suites.reports.kit.change import Change
-from suites.results.intervals import aa_drift_sd, run_ratio
+from suites.results.intervals import aa_shift_sd, aa_drift_sd, run_ratio
 from test_end_to_end import assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,37 +201,43 @@ def test_the_default_drift_leaves_a_moderate_change_inconclusive(two_runs, tmp_p
 
 
 AA_ROWS = [(f"M{m}", v, "ok", "", t * m / 64) for m in (64, 128, 256, 512)
-           for v, t in (("eager", 100.0), ("aa_control", 100.0))]
+           for v, t in (("eager", 100.0), ("addmm", 90.0), ("aa_control", 100.0))]
+CASES = ["M64", "M128", "M256", "M512"]
 
 
 def _with_offsets(rows, offsets):
     """The aa_control copies moved by a known offset per case (the drift of a copy)."""
-    return [(c, v, s, r, t * (offsets[i // 2] if v == "aa_control" else 1.0))
-            for i, (c, v, s, r, t) in enumerate(rows)]
+    return [(c, v, s, r, t * (offsets[CASES.index(c)] if v == "aa_control" else 1.0))
+            for c, v, s, r, t in rows]
 
 
 def test_drift_from_the_a_a_control_of_both_runs(tmp_path, capsys):
-    """Both runs carry an A/A control: its copies land 2-4% off the baseline, so the drift is
-    estimated from them (not the 12% default), and a 1.3x change becomes visible."""
+    """Both runs carry an A/A control: its copies land 2-4% off the baseline, within each run
+    and between the runs, so the drift is estimated from them (not the 12% default), and a 1.3x
+    change becomes visible."""
     a_rows = _with_offsets(AA_ROWS, [1.04, 1 / 1.03, 1.02, 1 / 1.04])
-    # B slows M64 down 1.3x: its code, so both copies of it (the A/A control is the baseline).
-    b_rows = _with_offsets([(c, v, s, r, t * (1.3 if c == "M64" else 1.0))
+    # B slows addmm at M64 down 1.3x; the baseline and its copy are the same code in both runs.
+    b_rows = _with_offsets([(c, v, s, r, t * (1.3 if (c, v) == ("M64", "addmm") else 1.0))
                             for c, v, s, r, t in AA_ROWS], [1 / 1.02, 1.03, 1 / 1.04, 1.02])
     a = write_run(tmp_path / "a", a_rows, seed=1, spread=0.005)
     b = write_run(tmp_path / "b", b_rows, seed=2, spread=0.005)
     assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
     got = pd.read_csv(tmp_path / "out" / "compare.csv").set_index(["case_id", "variant"])
-    cases = []
+    cases, tables = [], []
     for folder in (a, b):
         table = pd.read_csv(folder / "rounds.csv").set_index(["case_id", "round", "variant"])
         logs = np.log(table["median_us"].xs("aa_control", level=2)
                       / table["median_us"].xs("eager", level=2))
         cases += [group.to_numpy() for _, group in logs.groupby(level=0)]
-    expected = aa_drift_sd(cases)
-    assert 0.015 < expected < 0.04
+        tables.append(table["median_us"].xs("aa_control", level=2))
+    between = [(tables[0].xs(c, level=0).to_numpy(), tables[1].xs(c, level=0).to_numpy())
+               for c in CASES]
+    within, shift = aa_drift_sd(cases), aa_shift_sd(between)
+    assert 0.015 < within < 0.04 and 0.015 < shift < 0.06
+    expected = max(within, shift)
     assert got["drift_sd"].iloc[0] == pytest.approx(expected)
-    assert got.loc[("M64", "eager"), "verdict"] == "slower"
-    assert (got.drop(index="M64", level=0)["verdict"] != "slower").all()
+    assert got.loc[("M64", "addmm"), "verdict"] == "slower"
+    assert (got.drop(index=("M64", "addmm"))["verdict"] != "slower").all()
     stdout = capsys.readouterr().out
     assert f"drift: from the A/A control, 8 cases: {expected:.1%}" in stdout
 
@@ -239,6 +245,19 @@ def test_drift_from_the_a_a_control_of_both_runs(tmp_path, capsys):
     assert main([str(a), str(plain), "--out", str(tmp_path / "out2")]) == 0
     assert f"drift: default {DRIFT_SD:.0%}: no A/A control (aa_control) in B" in \
         capsys.readouterr().out
+
+
+def test_a_whole_run_moved_is_drift_the_control_shows_between_the_runs(tmp_path, capsys):
+    """Two A/A runs 18% apart on every row (a machine state of the whole run), each run's two
+    copies within 1% of each other: the copies of one run cannot see it, the control between
+    the runs does, so no row is called faster."""
+    a = write_run(tmp_path / "a", AA_ROWS, seed=1, spread=0.005)
+    b = write_run(tmp_path / "b", [(c, v, s, r, t / 1.18) for c, v, s, r, t in AA_ROWS], seed=2,
+                  spread=0.005)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    got = pd.read_csv(tmp_path / "out" / "compare.csv")
+    assert set(got["verdict"]) == {"inconclusive"}
+    assert got["drift_sd"].iloc[0] > 0.1
 
 
 def test_settings_the_runs_do_not_share_are_warned_of_first(tmp_path, capsys):

@@ -220,3 +220,19 @@ def aa_drift_sd(cases) -> float | None:
     mean_square = statistics.fmean(statistics.fmean(c) ** 2 for c in usable)
     round_noise = statistics.fmean(statistics.variance(c) / len(c) for c in usable)
     return math.sqrt(max(0.0, mean_square - round_noise) / 2)
+
+
+def aa_shift_sd(pairs) -> float | None:
+    """The drift of one run (in logs) shown by the A/A control between two runs: `pairs` holds,
+    per case, (A's control round figures, B's). A copy of the baseline in each run sees what
+    moved the whole run (a machine state shared by every row: two A/A runs here came apart by
+    15-20% on every row while each run's two copies stayed within 0.5%), which the copies of one
+    run cannot show. Its log ratio carries one drift per run plus round noise, as a row's B/A
+    does. None with fewer than MIN_AA_CASES cases of 2 rounds a side."""
+    usable = [(a, b) for a, b in pairs if len(a) >= 2 and len(b) >= 2]
+    if len(usable) < MIN_AA_CASES:
+        return None
+    parts = [_log_mean_var(a) + _log_mean_var(b) for a, b in usable]
+    mean_square = statistics.fmean((mb - ma) ** 2 for ma, _, _, mb, _, _ in parts)
+    round_noise = statistics.fmean(va / na + vb / nb for _, va, na, _, vb, nb in parts)
+    return math.sqrt(max(0.0, mean_square - round_noise) / 2)

@@ -4,15 +4,19 @@ settings that compare warns of, or refuses on.
 
 Drift: from the A/A control where both runs carry one (`timing.aa_control=true`: a second copy
 of the baseline timed as its own variant, so any gap between the two copies is the machine's),
-else the constant DRIFT_SD, or what --drift-sd gives.
+else the constant DRIFT_SD, or what --drift-sd gives. The control is read two ways and the
+larger drift kept: its two copies within each run (what moves one row and not the next), and
+the control itself between the two runs (what moved the whole run; a change to the baseline's
+own code reads as drift there too, which makes compare more careful, never wrong the other way).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from suites.common.errors import InputError
-from suites.reports.compare.loading import AA_CONTROL, RunFacts, Side
-from suites.results.intervals import MIN_AA_CASES, aa_drift_sd
+from suites.reports.compare.loading import AA_CONTROL, RunFacts, Side, shared_figure
+from suites.results.columns import KEY
+from suites.results.intervals import MIN_AA_CASES, aa_drift_sd, aa_shift_sd
 
 # The drift of one run (sd of its offset, in logs: about a fraction) when no A/A control says.
 # Measured on the A/A runs of this 2-core shared machine (/tmp/aa: matmul_add fp32, default
@@ -44,8 +48,10 @@ def _aa_cases(facts: list[RunFacts]) -> list | None:
     return [case for f in facts for case in f.aa_logs]
 
 
-def suite_drift(a: list[RunFacts], b: list[RunFacts], given: float | None) -> Drift:
-    """The drift for one suite's rows: given, else from both sides' A/A control, else DRIFT_SD."""
+def suite_drift(a: list[RunFacts], b: list[RunFacts], given: float | None,
+                shift: float | None = None) -> Drift:
+    """The drift for one suite's rows: given, else from both sides' A/A control (within each run,
+    and `shift`: between the runs, the larger), else DRIFT_SD."""
     if given is not None:
         return Drift(given, f"given: {given:.1%}")
     cases_a, cases_b = _aa_cases(a), _aa_cases(b)
@@ -53,12 +59,27 @@ def suite_drift(a: list[RunFacts], b: list[RunFacts], given: float | None) -> Dr
         lacking = [label for label, cases in (("A", cases_a), ("B", cases_b)) if cases is None]
         return Drift(DRIFT_SD, f"default {DRIFT_SD:.0%}: no A/A control ({AA_CONTROL}) in "
                                f"{' or '.join(lacking)}")
-    sd = aa_drift_sd(cases_a + cases_b)
+    within = aa_drift_sd(cases_a + cases_b)
     usable = sum(len(c) >= 2 for c in cases_a + cases_b)
-    if sd is None:
-        return Drift(DRIFT_SD, f"default {DRIFT_SD:.0%}: the A/A control has {usable} case(s) "
-                               f"of 2 paired clean rounds or more ({MIN_AA_CASES} needed)")
-    return Drift(sd, f"from the A/A control, {usable} cases: {sd:.1%}", from_aa_control=True)
+    if within is None or shift is None:
+        return Drift(DRIFT_SD, f"default {DRIFT_SD:.0%}: the A/A control has too few cases of 2 "
+                               f"clean rounds or more ({usable} within the runs; "
+                               f"{MIN_AA_CASES} needed, between the runs too)")
+    sd = max(within, shift)
+    return Drift(sd, f"from the A/A control, {usable} cases: {sd:.1%} (between the runs "
+                     f"{shift:.1%}, within each {within:.1%})", from_aa_control=True)
+
+
+def _shifts(a: Side, b: Side) -> dict[str, float | None]:
+    """suite -> the drift the A/A control shows between the two runs (aa_shift_sd)."""
+    figure = shared_figure(a, b)
+    ra, rb = a.rounds(figure), b.rounds(figure)
+    pairs: dict[str, list] = {}
+    for key, rounds in ra.items():
+        row = dict(zip(KEY, key))
+        if row["variant"] == AA_CONTROL and key in rb:
+            pairs.setdefault(row["suite"], []).append((rounds, rb[key]))
+    return {suite: aa_shift_sd(p) for suite, p in pairs.items()}
 
 
 def _by_suite(side: Side) -> dict[str, list[RunFacts]]:
@@ -71,7 +92,8 @@ def _by_suite(side: Side) -> dict[str, list[RunFacts]]:
 def drifts(a: Side, b: Side, given: float | None = None) -> dict[str, Drift]:
     """suite -> its drift, for every suite either side has."""
     fa, fb = _by_suite(a), _by_suite(b)
-    return {suite: suite_drift(fa.get(suite, []), fb.get(suite, []), given)
+    shifts = _shifts(a, b)
+    return {suite: suite_drift(fa.get(suite, []), fb.get(suite, []), given, shifts.get(suite))
             for suite in dict.fromkeys([*fa, *fb])}
 
 
