@@ -15,7 +15,7 @@ from specs import run_spec
 
 pytestmark = pytest.mark.gpu
 
-TIMING = TimingSpec("gpu-test", 0.05, 10, 200, 3, 3, True, torch.get_num_threads())
+TIMING = TimingSpec("gpu-test", 0.05, 10, 200, 3, 3, True, torch.get_num_threads(), rounds=4)
 
 
 def _measured(tmp_path, op_name, variant, params, dtype="bfloat16"):
@@ -96,5 +96,18 @@ def test_cuda_timing_includes_host_time_of_small_calls():
             pass
         return x + 1
 
-    samples = sample_calls(host_heavy, "cuda", TIMING, warmup_calls=2)
+    samples = sample_calls(host_heavy, "cuda", TIMING, warmup_calls=2).times_us
     assert sorted(samples)[len(samples) // 2] >= 300
+
+
+def test_the_event_clock_step_is_measured_and_no_interval_has_zero_width(tmp_path):
+    """A tiny call (a few us) is timed in samples of several calls spanning 200 clock steps;
+    its us/call, kernel us and their intervals have width."""
+    from suites.harness.event_clock import SPAN_STEPS, event_resolution_us
+
+    step = event_resolution_us(0)
+    assert 0 < step < 5
+    row = _row(tmp_path, "matmul_add", "addmm", {"M": 64, "N": 64, "K": 64})
+    assert row.timing.calls_per_sample * row.timing.median_us >= 0.8 * SPAN_STEPS * step
+    assert row.timing.mean_low_us < row.timing.mean_us < row.timing.mean_high_us
+    assert row.kernel_low_us < row.kernel_us < row.kernel_high_us

@@ -74,7 +74,9 @@ def _busy(us: float):
 def test_cpu_timing_samples_time_each_call_until_the_budget():
     spec = replace(QUICK, budget_s=0.02, min_samples=3, max_samples=1000)
     started = time.perf_counter()
-    samples = timing.sample_calls(_busy(500), "cpu", spec, warmup_calls=1)
+    sampled = timing.sample_calls(_busy(500), "cpu", spec, warmup_calls=1)
+    samples = sampled.times_us
+    assert sampled.calls == 1 and sampled.resolution_us == 1e-3  # one call a sample, to 1 ns
     elapsed = time.perf_counter() - started
     assert min(samples) >= 500  # a sample is the whole call, never less
     # Sampled until the budget was spent (less the loop's own microseconds between calls, and
@@ -85,9 +87,9 @@ def test_cpu_timing_samples_time_each_call_until_the_budget():
 
 def test_cpu_timing_stops_at_max_samples_and_waits_for_min_samples():
     capped = timing.sample_calls(_busy(1), "cpu", replace(QUICK, budget_s=10, max_samples=7), 0)
-    assert len(capped) == 7
+    assert len(capped.times_us) == 7
     slow = timing.sample_calls(_busy(2000), "cpu", replace(QUICK, budget_s=1e-6, min_samples=4), 0)
-    assert len(slow) == 4
+    assert len(slow.times_us) == 4
 
 
 def test_skip_reason_becomes_a_skipped_row(tmp_path):

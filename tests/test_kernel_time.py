@@ -3,20 +3,20 @@ kernel speedup and the finding when it and the speedup disagree. The CUDA event 
 runs only on a GPU (tests/test_gpu.py); here its samples are stood in for."""
 import math
 import os
+from dataclasses import replace
 
 import pytest
 
 from kernels import registry
 from kernels.base import Case
 from suites.traces.findings.measured import row_findings
-from suites.harness import kernel_time, timing
-from suites.harness.case_clock import CaseClock
-from suites.harness.case_run import CaseOutcome, _speedups, measure
+from suites.harness import timing
+from suites.harness.case_run import CaseOutcome, measure
 from suites.harness.derived import derive, new_row
 from suites.harness.variant_passes import Prepared
 from suites.harness.rounds import Contender
 from suites.results.row import TimingStats
-from specs import QUICK, run_spec
+from specs import run_spec
 
 CASE = Case.make("matmul_add", {"M": 64, "N": 64, "K": 64}, "bfloat16", "cuda")
 
@@ -28,41 +28,129 @@ def _prepared(variant: str, call=lambda: None, median_us=10.0) -> Prepared:
     return Prepared(row, registry.get_variant("matmul_add", variant), contender)
 
 
-def test_the_kernel_pass_sets_the_median_of_back_to_back_samples(tmp_path, monkeypatch):
-    queued = []
+def _fake_cuda(monkeypatch, latency: dict, kernel: dict, seen: list):
+    """Shares on a stand-in GPU: each variant's latency and kernel figure per round, drawn from
+    `latency` and `kernel` (variant -> per-round figures, by call count), as blocks of 4 calls
+    on a 0.5 us clock."""
+    def share(table, call, budget):
+        name = call.__name__
+        seen.append((name, budget))
+        figure = table[name][len([s for s in seen if s[0] == name]) // 2 % len(table[name])]
+        return timing.Samples([figure, figure], 4, 0.5 / 4)
 
-    def fake_samples(call, n, flush):
-        queued.append(n)
-        return [30.0, 10.0, 20.0]
-
-    monkeypatch.setattr(timing, "kernel_samples", fake_samples)
+    monkeypatch.setattr(timing, "sample_calls", lambda call, device, spec, warmup, budget, flush:
+                        share(latency, call, budget))
+    monkeypatch.setattr(timing, "kernel_share", lambda call, budget, flush:
+                        share(kernel, call, budget))
     monkeypatch.setattr(timing, "l2_flusher", lambda spec, device: None)
-    calls = []
-    prepared = [_prepared("eager", lambda: calls.append(1), median_us=50.0),
-                _prepared("addmm")]
-    prepared[1].contender.failed = "boom"  # a variant that failed its rounds gets no kernel time
-    notes = kernel_time.kernel_times(prepared, "cuda", run_spec(tmp_path, CASE))
-    assert notes == {}
-    assert prepared[0].row.kernel_us == 20.0 and math.isnan(prepared[1].row.kernel_us)
-    assert calls == [1]  # one untimed call first: the caches held the previous variant
-    budget = QUICK.per_round()  # as many calls as a round's share holds, within its bounds
-    assert queued == [timing.sample_count(budget, 50.0)]
-    assert budget.min_samples <= queued[0] <= budget.max_samples
 
 
-def test_a_kernel_pass_that_raises_keeps_the_timing_and_says_why(tmp_path, monkeypatch):
-    def broken(call, n, flush):
+def _named(name):
+    def call():
+        return None
+    call.__name__ = name
+    return call
+
+
+def test_kernel_time_is_measured_in_the_rounds_paired_and_with_an_interval(tmp_path,
+                                                                          monkeypatch):
+    from suites.harness.case_run import finish
+    from suites.harness.contention import RoundLoad
+    from suites.harness.rounds import time_rounds
+
+    seen = []
+    # Kernel figures that repeat exactly from round to round: the interval still has width.
+    _fake_cuda(monkeypatch, latency={"eager": [130.0, 131.0, 129.0], "addmm": [120.0, 121.0]},
+               kernel={"eager": [100.0], "addmm": [80.0]}, seen=seen)
+
+    class Quiet:
+        def start(self):
+            pass
+
+        def stop(self):
+            return RoundLoad(0.1, 0.0, 0.0)
+
+    spec = run_spec(tmp_path, CASE)
+    spec = replace(spec, timing=replace(spec.timing, rounds=4))
+    prepared = [_prepared("eager", _named("eager")), _prepared("addmm", _named("addmm"))]
+    slots = time_rounds([p.contender for p in prepared], spec.timing, "cuda", Quiet())
+    assert len(slots) == 2 * spec.timing.rounds
+    budget = spec.timing.per_round()  # the share is split: half latency, half kernel time
+    assert {b.seconds for _, b in seen} == {budget.seconds / 2}
+    assert all(s.kernel_samples_us and s.calls_per_sample == 4 for s in slots)
+    outcome = CaseOutcome(CASE, [p.row for p in prepared], slots)
+    finish(outcome, spec, None)
+    eager, addmm = outcome.rows
+    assert eager.kernel_us == 100.0 and addmm.kernel_us == 80.0
+    assert addmm.kernel_low_us < 80.0 < addmm.kernel_high_us  # the clock's step: no zero width
+    assert addmm.kernel_speedup == pytest.approx(1.25)
+    assert addmm.kernel_speedup_low < 1.25 < addmm.kernel_speedup_high
+    assert addmm.kernel_speedup_high / addmm.kernel_speedup_low < 1.01
+    assert eager.kernel_speedup == eager.kernel_speedup_low == eager.kernel_speedup_high == 1.0
+    assert addmm.timing.calls_per_sample == 4 and addmm.speedup > 1
+
+
+def test_a_kernel_share_that_raises_fails_the_variant_and_says_why(tmp_path, monkeypatch):
+    from suites.harness.contention import RoundLoad
+    from suites.harness.rounds import time_rounds
+
+    def broken(call, budget, flush):
         raise RuntimeError("CUDA error: an illegal memory access")
 
-    monkeypatch.setattr(timing, "kernel_samples", broken)
+    monkeypatch.setattr(timing, "sample_calls", lambda *a: timing.Samples([5.0]))
+    monkeypatch.setattr(timing, "kernel_share", broken)
     monkeypatch.setattr(timing, "l2_flusher", lambda spec, device: None)
-    prepared = [_prepared("eager")]
-    notes = kernel_time.kernel_times(prepared, "cuda", run_spec(tmp_path, CASE), str)
-    assert notes == {"eager": "kernel time failed: CUDA error: an illegal memory access"}
-    over = CaseClock(1e-9)  # past the case's time limit: no kernel pass, and it says so
-    notes = kernel_time.kernel_times([_prepared("eager")], "cuda", run_spec(tmp_path, CASE),
-                                     str, over)
-    assert "no kernel time" in notes["eager"]
+
+    class Quiet:
+        def start(self):
+            pass
+
+        def stop(self):
+            return RoundLoad(0.1, 0.0, 0.0)
+
+    contender = _prepared("eager").contender
+    slots = time_rounds([contender], run_spec(tmp_path, CASE).timing, "cuda", Quiet())
+    assert slots == [] and "illegal memory access" in contender.failed
+
+
+def test_a_cuda_sample_spans_enough_clock_steps(monkeypatch):
+    """Each sample is a block of calls spanning SPAN_STEPS steps of the event clock, each call
+    in its own event pair; the sample's resolution is the step over its calls."""
+    from suites.harness import event_clock
+
+    batches = []
+
+    def fake_batch(call, n, flush, drain=True):
+        batches.append((n, drain))
+        return [6.0 if i % 5 else 6.5 for i in range(n)]  # on a 0.5 us grid
+
+    monkeypatch.setattr(timing, "_cuda_batch", fake_batch)
+    monkeypatch.setattr(timing, "event_resolution_us", lambda index: 0.5)
+    monkeypatch.setattr(timing.torch.cuda, "current_device", lambda: 0)
+    budget = timing.Budget(0.01, 2, 1000)
+    samples = timing._cuda_samples(lambda: None, budget, None)
+    calls = event_clock.calls_per_sample(6.0, 0.5)
+    assert calls == 17 and samples.calls == calls  # 17 x 6 us >= 200 x 0.5 us
+    assert samples.resolution_us == pytest.approx(0.5 / calls)
+    assert batches[1] == (len(samples.times_us) * calls, True)
+    assert len(samples.times_us) == timing.sample_count(budget, 6.0 * calls)
+    assert len(set(samples.times_us)) > 1  # blocks average the grid: not one grid value
+    assert all(6.0 < t < 6.5 for t in samples.times_us)
+    kernel = timing.kernel_share(lambda: None, budget, None)
+    assert batches[-1][1] is False and kernel.calls == calls  # queued: no drain
+
+
+def test_the_clock_step_is_the_smallest_gap_between_readings():
+    from suites.harness.event_clock import calls_per_sample, smallest_step
+
+    assert smallest_step([0.0, 0.512, 1.024, 0.512, 2.048]) == pytest.approx(0.512)
+    assert smallest_step([1.0, 1.0]) is None
+    # A gap under 1 ns is float noise, not a step.
+    assert smallest_step([0.0, 0.0004, 0.5120002, 0.512]) == pytest.approx(0.512)
+    assert calls_per_sample(200.0, 0.5) == 1 and calls_per_sample(99.0, 0.5) == 2
+    assert calls_per_sample(float("nan"), 0.5) == 1 and calls_per_sample(5.0, 0.0) == 1
+    assert timing.blocks([1.0, 2.0, 3.0, 4.0, 5.0], 2) == [1.5, 3.5]  # a partial block dropped
+    assert timing.blocks([1.0, 2.0], 4) == [1.5]  # unless it is the only one
 
 
 def test_no_kernel_time_on_a_cpu(tmp_path):
@@ -93,9 +181,7 @@ def test_kernel_speedup_and_the_finding_when_the_host_path_decides():
     for row, kernel in ((base, 100.0), (triton, 80.0)):
         row.timing = TimingStats(10, 130.0, 120.0, 140.0, 110.0, 0.1, 130.0, 125.0, 135.0)
         row.kernel_us = kernel
-    outcome = CaseOutcome(CASE, [base, triton])
-    _speedups(outcome, "eager")
-    assert triton.kernel_speedup == pytest.approx(1.25) and base.kernel_speedup == 1.0
+    base.kernel_speedup, triton.kernel_speedup = 1.0, 1.25  # paired in rounds: tested above
     triton.speedup = 0.9  # the call is slower, its kernel faster: the wrapper's host path
     records = lambda: [base.record(), triton.record()]  # noqa: E731  (the findings read these)
     codes = {f["code"]: f for f in row_findings(records(), "matmul_add", "eager")}

@@ -29,8 +29,29 @@ def times(value: float) -> str:
 
 
 def span(low: float, high: float, unit: str = "") -> str:
-    """A range in prose: `0.49-0.55` (an interval), `0.52x-0.6x` with unit="x"."""
-    return f"{plain(low)}{unit}-{plain(high)}{unit}"
+    """A range in prose: `0.49-0.55` (an interval), `0.52x-0.6x` with unit="x"; with the
+    digits that tell its ends apart (1.0831-1.0834, never 1.08-1.08)."""
+    digits = _telling_digits(low, high, 3, plain)
+    return f"{plain(low, digits)}{unit}-{plain(high, digits)}{unit}"
+
+
+_MAX_DIGITS = 7
+
+
+def _telling_digits(low: float, high: float, digits: int, write) -> int:
+    """The fewest significant digits, from `digits`, at which two different numbers read
+    differently (an interval printed as 1.083-1.083 says it has no width, which none has)."""
+    if missing(low) or missing(high) or low == high:
+        return digits
+    while digits < _MAX_DIGITS and write(low, digits) == write(high, digits):
+        digits += 1
+    return digits
+
+
+def distinct(low: float, high: float, digits: int = 3) -> tuple[str, str]:
+    """An interval's ends as table cells (`num`), with the digits that tell them apart."""
+    digits = _telling_digits(low, high, digits, num)
+    return num(low, digits), num(high, digits)
 
 
 def ratio(value) -> str:

@@ -19,9 +19,8 @@ from suites.harness import timing
 from suites.harness.case_clock import NO_LIMIT, CaseClock
 from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
-from suites.harness.kernel_time import kernel_times
 from suites.harness.variant_passes import Prepared, prepare, profile, release, short_error
-from suites.results.intervals import paired_speedup
+from suites.results.intervals import Paired, paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
 from suites.harness.rounds import time_rounds
 from suites.traces.call_profile import CallProfile
@@ -122,7 +121,6 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
     clock = CaseClock(spec.timing.case_timeout_s)
     prepared = _prepare_all(op, variants, case, spec, clock)
     slots = _time(prepared, case, spec, meter, 0, clock)
-    kernel_notes = kernel_times(prepared, case.device_type, spec, short_error, clock)
     profiles, notes = _profiles(prepared, case, spec, clock)
     graph_notes = missed_graph_kernels([p.row for p in prepared],
                                        {v.name: v.replays for v in variants if v.replays})
@@ -130,7 +128,7 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
         profiles.pop(name, None)
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
-    outcome.notes = _joined(kernel_notes, notes, graph_notes, _pass_notes(prepared))
+    outcome.notes = _joined(notes, graph_notes, _pass_notes(prepared))
     outcome.timed_out = clock.over()
     finish(outcome, spec, peaks)
     prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
@@ -170,11 +168,10 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     p = prepare(op, variant, case, spec, baseline_err)
     meter = LoadMeter(case.device_type)
     slots = _time([p], case, spec, meter, 0)
-    kernel_notes = kernel_times([p], case.device_type, spec, short_error)
     result = profile(p, case, spec)
     row = p.row
     outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {})
-    outcome.notes = _joined(kernel_notes, _pass_notes([p]))
+    outcome.notes = _joined(_pass_notes([p]))
     finish(outcome, spec, None)
     if outcome.needs_remeasure() and p.contender is not None and not p.contender.failed:
         outcome.slots += _time([p], case, spec, meter, max(s.round for s in slots) + 1)
@@ -227,6 +224,7 @@ def _timing(row: ResultRow, slots: list[Slot], needed: int, cache: str) -> None:
     used = clean if len(clean) >= needed else slots  # a noisy row still records what it saw
     row.timing = timing.summarize(used, cache, rounds=len(clean),
                                   rounds_dropped=len(slots) - len(clean))
+    row.kernel_us, row.kernel_low_us, row.kernel_high_us = timing.kernel_summary(used)
     if len(clean) >= needed:
         row.status, row.reason = Status.OK, ""
         return
@@ -246,23 +244,40 @@ def noisy_reason(slots: list[Slot], clean: int, needed: int) -> str:
 
 
 def _speedups(outcome: CaseOutcome, baseline: str) -> None:
-    figures = {}  # variant -> round -> that round's figure (its mean over calls)
-    for s in outcome.slots:
-        if s.clean:
-            figures.setdefault(s.variant, {})[s.round] = s.mean_us
+    """Each row's speedup over the baseline, and on CUDA its kernel speedup, both paired over
+    the rounds in which the two were clean."""
+    clean = [s for s in outcome.slots if s.clean]
     base = next((r for r in outcome.rows if r.variant == baseline), None)
     for row in outcome.rows:
         row.speedup = row.speedup_low = row.speedup_high = row.device_ratio = NAN
-        row.kernel_speedup = NAN
+        row.kernel_speedup = row.kernel_speedup_low = row.kernel_speedup_high = NAN
         if base is not None and row.ok and base.ok:  # the profile pass's own ratio, labelled so
             row.device_ratio = _ratio(base.value("device_us"), row.value("device_us"))
-            row.kernel_speedup = _ratio(base.kernel_us, row.kernel_us)
         if base is None or not (row.ok and base.ok and row.timing and base.timing):
             continue
-        paired = paired_speedup(figures.get(baseline, {}), figures.get(row.variant, {}))
+        paired = _paired(clean, baseline, row.variant, "mean_us", "resolution_us")
         row.speedup, row.speedup_low, row.speedup_high = paired.speedup, paired.low, paired.high
+        kernel = _paired(clean, baseline, row.variant, "kernel_mean_us", "kernel_resolution_us")
+        if kernel.rounds:
+            row.kernel_speedup, row.kernel_speedup_low, row.kernel_speedup_high = (
+                kernel.speedup, kernel.low, kernel.high)
         if row is base:
             row.speedup_low = row.speedup_high = 1.0
+            if kernel.rounds:
+                row.kernel_speedup_low = row.kernel_speedup_high = 1.0
+
+
+def _paired(clean: list[Slot], baseline: str, variant: str, figure: str, step: str) -> Paired:
+    """The paired ratio of the baseline's round figures (a Slot attribute) over the variant's;
+    its interval no narrower than the two clocks' steps allow."""
+    figures: dict[str, dict[int, float]] = {}
+    steps: dict[str, float] = {}
+    for s in clean:
+        if s.variant in (baseline, variant) and (value := getattr(s, figure)) is not None:
+            figures.setdefault(s.variant, {})[s.round] = value
+            steps[s.variant] = max(steps.get(s.variant, 0.0), getattr(s, step) / value)
+    floor = steps.get(baseline, 0.0) + (steps.get(variant, 0.0) if variant != baseline else 0.0)
+    return paired_speedup(figures.get(baseline, {}), figures.get(variant, {}), floor)
 
 
 def _ratio(a: float, b: float) -> float:

@@ -5,7 +5,8 @@ per-thread run-queue delay, /proc/self/task/*/schedstat, in nanoseconds: exact e
 milliseconds, and exactly the cost another process imposes on the timing), and the cores other
 processes kept busy (/proc/stat's busy time of the CPUs this process may run on, minus its own
 CPU time; the load average cannot tell this process from the others and lags by a minute). GPU: other
-processes using the device and its SM clock against the maximum (suites/harness/gpu_state.py).
+processes using the device, its SM clock against the maximum and what limits the clock
+(suites/harness/gpu_state.py), read at the end of every share.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ class RoundLoad:
     sm_clock_ratio: float | None = None     # SM clock / its maximum, at the end of the share
     page_faults: int | None = None          # this process's page faults (minor + major)
     throttled_frac: float | None = None     # share of the wall time the CPU quota throttled
+    sm_clock_mhz: int | None = None         # the SM clock at the end of the share
+    clock_reasons: int | None = None        # NVML's clock event reasons then (gpu_state.py)
 
 
 def usable_cpus() -> set[int]:
@@ -119,5 +122,7 @@ class LoadMeter:
                 if delay is not None and delay0 is not None and wall > 0 else None)
         if self.nvml is None:
             return RoundLoad(wall, others, wait, page_faults=faults, throttled_frac=quota)
-        return RoundLoad(wall, others, wait, self.nvml.other_processes(), self.nvml.clock_ratio(),
-                         faults, quota)
+        clock = self.nvml.sm_clock_mhz()
+        return RoundLoad(wall, others, wait, self.nvml.other_processes(),
+                         self.nvml.clock_ratio(clock), faults, quota, clock,
+                         self.nvml.reason_mask())

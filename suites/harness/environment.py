@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from suites.harness.contention import cpu_times
+from suites.harness.event_clock import event_resolution_us
 
 
 def _cpu_model() -> str:
@@ -97,6 +98,8 @@ def describe(device: str, threads: int) -> dict:
             "gpu": props.name, "gpu_memory_gib": round(props.total_memory / 2**30, 1),
             "sm_count": props.multi_processor_count, "cuda": torch.version.cuda,
             "capability": f"{props.major}.{props.minor}",
+            # The event clock's step: each sample covers enough calls to span SPAN_STEPS of it.
+            "event_resolution_us": event_resolution_us(torch.device(device).index or 0),
         })
     return info
 

@@ -1,9 +1,31 @@
 """What else the GPU was doing during a round, through NVML where `pynvml` is installed: other
-processes using it, and its SM clock against the maximum. Every query returns None when NVML
-cannot answer (no pynvml, no driver access): unknown, never guessed."""
+processes using it, its SM clock against the maximum, and what holds the clock down (NVML's
+clock event reasons: a power cap, thermal slowdown, a hardware slowdown or power brake). Every
+query returns None when NVML cannot answer (no pynvml, no driver access): unknown, never
+guessed."""
 from __future__ import annotations
 
 import os
+
+# NVML's clock event (throttle) reason bits (nvml.h, nvmlClocksEventReason*), by name. The GPU
+# idling is not a limit: a share's last reading comes after its calls finished.
+_REASONS = {0x2: "application clocks setting", 0x4: "power cap (software)",
+            0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "thermal slowdown (software)",
+            0x40: "thermal slowdown (hardware)", 0x80: "power brake (hardware)",
+            0x100: "display clock setting"}
+# The limits that are the machine's state, not the variant's load: cooling, the board's power
+# supply, a hardware protection. A power cap reached by the variant's own work (a dense GEMM
+# draws the board to its limit) is named but is what that variant costs.
+MACHINE_LIMITS = frozenset({0x8, 0x20, 0x40, 0x80})
+
+
+def clock_limits(mask: int) -> tuple[str, ...]:
+    """The names of the reasons set in an NVML reason mask, in bit order."""
+    return tuple(name for bit, name in _REASONS.items() if mask & bit)
+
+
+def machine_limits(mask: int) -> tuple[str, ...]:
+    return tuple(_REASONS[bit] for bit in sorted(MACHINE_LIMITS) if mask & bit)
 
 
 def _own_handle(nvml, device_index: int):
@@ -71,11 +93,29 @@ class GpuState:
             return None
         return count_others({p.pid for p in procs}, self._busy_pids(), os.getpid())
 
-    def clock_ratio(self) -> float | None:
-        if self.handle is None or not self.max_clock:
+    def sm_clock_mhz(self) -> int | None:
+        if self.handle is None:
             return None
         try:
-            clock = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+            return self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
         except Exception:
             return None
-        return clock / self.max_clock
+
+    def clock_ratio(self, clock: int | None) -> float | None:
+        return clock / self.max_clock if clock is not None and self.max_clock else None
+
+    def reason_mask(self) -> int | None:
+        """The clock event reasons in force now (newer NVML names them clocks event reasons,
+        older ones throttle reasons: the same bits)."""
+        if self.handle is None:
+            return None
+        for name in ("nvmlDeviceGetCurrentClocksEventReasons",
+                     "nvmlDeviceGetCurrentClocksThrottleReasons"):
+            query = getattr(self.nvml, name, None)
+            if query is None:
+                continue
+            try:
+                return int(query(self.handle))
+            except Exception:
+                return None
+        return None

@@ -9,7 +9,9 @@ allocator flush, a slow state of its own): it stays in its figures, and the find
 
 - contended: the timing's threads waited for a CPU (another process held the cores: judged per
   thread), or other processes took the cores the timing needs (or, on a GPU, held the device,
-  or its SM clock dropped), in any share of the round;
+  or its SM clock dropped, or a thermal limit, a hardware slowdown or the power brake held it
+  down: a power cap the variant's own work reaches is its cost, named in rounds.csv, not the
+  machine's), in any share of the round;
 - stalled: in every variant's share of the round, many calls ran a scheduler tick or more
   (>= 1 ms) longer than the variant's fastest call and at least twice as long: with every core
   in one OpenMP team, a descheduled thread stalls the whole op until the scheduler runs it
@@ -33,6 +35,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from suites.harness.contention import RoundLoad
+from suites.harness.event_clock import CPU_RESOLUTION_US
+from suites.harness.gpu_state import machine_limits
 
 CLEAN, CONTENDED, STALLED, OFF, SLOW = "clean", "contended", "stalled", "off", "slow"
 
@@ -66,10 +70,15 @@ class Slot:
     variant: str
     round: int
     position: int  # its place in the round's order (rotated from round to round)
-    samples_us: tuple[float, ...]
+    samples_us: tuple[float, ...]  # microseconds per call, each sample `calls_per_sample` calls
     load: RoundLoad
     state: str = CLEAN
     reason: str = ""
+    calls_per_sample: int = 1
+    resolution_us: float = CPU_RESOLUTION_US  # the clock's step, per call of a sample
+    kernel_samples_us: tuple[float, ...] = ()  # CUDA: the share's calls queued back to back
+    kernel_calls_per_sample: int = 1
+    kernel_resolution_us: float = 0.0
 
     @property
     def median_us(self) -> float:
@@ -81,11 +90,18 @@ class Slot:
         return statistics.fmean(self.samples_us)
 
     @property
+    def kernel_mean_us(self) -> float | None:
+        """CUDA: the round's kernel figure (device time per call, calls queued back to back)."""
+        return statistics.fmean(self.kernel_samples_us) if self.kernel_samples_us else None
+
+    @property
     def faults_per_call(self) -> float | None:
         """Page faults a call in this share (its warm-up call included: it is where a variant
         pays for pages the previous variant left unmapped)."""
         faults = self.load.page_faults
-        return None if faults is None else faults / (len(self.samples_us) + 1)
+        calls = (len(self.samples_us) * self.calls_per_sample
+                 + len(self.kernel_samples_us) * self.kernel_calls_per_sample + 1)
+        return None if faults is None else faults / calls
 
     @property
     def clean(self) -> bool:
@@ -136,6 +152,12 @@ def contention(loads: list[RoundLoad], cores: int, threads: int) -> str:
     clocks = [l.sm_clock_ratio for l in loads if l.sm_clock_ratio is not None]
     if clocks and min(clocks) < GPU_MIN_CLOCK_RATIO:
         reasons.append(f"SM clock dropped to {min(clocks):.0%} of its maximum")
+    limits = sorted({name for l in loads if l.clock_reasons
+                     for name in machine_limits(l.clock_reasons)})
+    if limits:
+        lowest = min((l.sm_clock_mhz for l in loads if l.sm_clock_mhz), default=None)
+        reasons.append("the GPU's clock was held down by " + ", ".join(limits)
+                       + (f" (SM clock {lowest} MHz)" if lowest else ""))
     return "; ".join(reasons)
 
 

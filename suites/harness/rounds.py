@@ -5,11 +5,16 @@ equal share of the budget; a variant is never always first (cold) or always afte
 neighbour. A slow drift of a shared machine then lands on every variant alike, and the speedup
 is paired per round (suites/results/intervals.py). What else ran is measured around each share
 (suites/harness/contention.py) and judged afterwards (suites/harness/round_checks.py).
+
+On CUDA a share is two: the latency of calls on an idle GPU (what a user waits for), then the
+same calls queued back to back (the kernels' own time, `kernel_us`), each half the share's
+budget. Both come from the same round, so the kernel figures are paired, judged for contention
+and clocks, and given an interval exactly as the latency is.
 """
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, ContextManager
 
 from kernels.base import Call
@@ -48,6 +53,8 @@ def time_rounds(contenders: list[Contender], spec: TimingSpec, device_type: str,
     A variant whose call raises drops out with `failed` set (by `on_error(exc)`). No round
     starts once `stop()` is true (the case's time limit)."""
     budget = spec.per_round()
+    if device_type == "cuda":  # a latency share and a kernel share split the variant's time
+        budget = replace(budget, seconds=budget.seconds / 2)
     flush = timing.l2_flusher(spec, device_type)
     slots = []
     for r in range(first_round, first_round + spec.rounds):
@@ -60,12 +67,19 @@ def time_rounds(contenders: list[Contender], spec: TimingSpec, device_type: str,
             try:
                 with c.scope():
                     meter.start()
-                    samples = timing.sample_calls(c.call, device_type, spec, warmup, budget, flush)
+                    latency = timing.sample_calls(c.call, device_type, spec, warmup, budget, flush)
+                    kernel = (timing.kernel_share(c.call, budget, flush)
+                              if device_type == "cuda" else None)
                     load = meter.stop()
             except Exception as exc:  # the sweep goes on; the runner makes it a failed row
                 c.failed = on_error(exc)
                 continue
-            slot = Slot(c.name, r, position, tuple(samples), load)
+            slot = Slot(c.name, r, position, tuple(latency.times_us), load,
+                        calls_per_sample=latency.calls, resolution_us=latency.resolution_us)
+            if kernel is not None:
+                slot = replace(slot, kernel_samples_us=tuple(kernel.times_us),
+                               kernel_calls_per_sample=kernel.calls,
+                               kernel_resolution_us=kernel.resolution_us)
             c.last_median_us = slot.median_us
             slots.append(slot)
     return slots

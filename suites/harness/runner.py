@@ -29,6 +29,7 @@ from suites.harness.environment import busy_machine_warning, describe, rounds_su
 from suites.harness.progress import CaseWork, Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.harness.cuda_graphs import keep_cupti_between_sessions
+from suites.harness.gpu_state import clock_limits
 from suites.results import atomic
 from suites.results.columns import AA_CONTROL, KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
@@ -95,13 +96,16 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
                         for i, t in enumerate(slot.samples_us)]
             load = slot.load
             rounds.append({**keys, "round": slot.round, "position": slot.position,
-                           "n_samples": len(slot.samples_us), "mean_us": slot.mean_us,
-                           "median_us": slot.median_us,
+                           "n_samples": len(slot.samples_us),
+                           "calls_per_sample": slot.calls_per_sample, "mean_us": slot.mean_us,
+                           "median_us": slot.median_us, "kernel_mean_us": slot.kernel_mean_us,
                            "faults_per_call": slot.faults_per_call,
                            "wait_frac": load.wait_frac, "others_cores": load.others_cores,
                            "gpu_other_processes": load.gpu_other_processes,
-                           "sm_clock_ratio": load.sm_clock_ratio, "state": slot.state,
-                           "reason": slot.reason})
+                           "sm_clock_ratio": load.sm_clock_ratio,
+                           "sm_clock_mhz": load.sm_clock_mhz,
+                           "clock_limits": "; ".join(clock_limits(load.clock_reasons or 0)),
+                           "state": slot.state, "reason": slot.reason})
         for row in outcome.rows:
             keys = dict(zip(KEY, (spec.suite.name, outcome.case.id, row.variant)))
             profile = outcome.profiles.get(row.variant)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import torch
 
+from suites.harness.two_states import two_states
+from suites.harness.event_clock import CPU_RESOLUTION_US, calls_per_sample, event_resolution_us
 from suites.results.intervals import mean_interval
-from suites.results.row import TimingStats
+from suites.results.row import NAN, TimingStats
 
 # A call over this many times the median call is a slow one (slow_calls): a cost of its own
 # paid now and then (a recompile, a guard miss, an allocator flush, a GC pass).
@@ -62,10 +64,11 @@ class Budget:
 def summarize(slots, cache: str = "n/a", rounds: int = 1, rounds_dropped: int = 0) -> TimingStats:
     """A row's timing from the shares (round_checks.Slot) it uses: us/call, the mean of the
     rounds' figures with its interval (the estimator the paired speedup uses too), and beside it
-    the median, p10, p90, min, spread and slow calls of all their calls. `rounds` clean rounds;
-    `rounds_dropped` more were not used."""
+    the median, p10, p90, min, spread and slow samples of all their samples. `rounds` clean
+    rounds; `rounds_dropped` more were not used."""
     samples_us = [t for s in slots for t in s.samples_us]
-    mean, low, high = mean_interval([s.mean_us for s in slots])
+    mean, low, high = mean_interval([s.mean_us for s in slots],
+                                    floor=max(s.resolution_us for s in slots))
     t = torch.tensor(samples_us, dtype=torch.float64)
     median, p25, p75 = (float(t.quantile(q)) for q in (0.5, 0.25, 0.75))
     faults = [s.faults_per_call for s in slots if s.faults_per_call is not None]
@@ -76,7 +79,24 @@ def summarize(slots, cache: str = "n/a", rounds: int = 1, rounds_dropped: int = 
         cache=cache, rounds=rounds, rounds_dropped=rounds_dropped,
         slow_calls=float((t > SLOW_CALL_FACTOR * median).double().mean()),
         faults_per_call=statistics.fmean(faults) if faults else float("nan"),
+        calls_per_sample=max(s.calls_per_sample for s in slots),
+        **_states([s.mean_us for s in slots]),
     )
+
+
+def _states(figures: list[float]) -> dict:
+    states = two_states(figures)
+    if states is None:
+        return {}
+    return {"slow_state_rounds": states.slow_rounds, "slow_state_factor": states.factor}
+
+
+def kernel_summary(slots) -> tuple[float, float, float]:
+    """CUDA: (kernel_us, low, high) from the shares' kernel figures (NaN where none has one)."""
+    figures = [s.kernel_mean_us for s in slots if s.kernel_mean_us is not None]
+    if not figures:
+        return NAN, NAN, NAN
+    return mean_interval(figures, floor=max(s.kernel_resolution_us for s in slots))
 
 
 def sync(device_type: str) -> None:
@@ -130,26 +150,52 @@ def l2_flusher(spec: TimingSpec, device_type: str):
 
 
 def sample_count(budget: Budget, per_call_us: float) -> int:
-    """As many calls as `budget` holds at `per_call_us` each, within its sample bounds."""
+    """As many samples as `budget` holds at `per_call_us` each, within its sample bounds."""
     per_call_s = max(per_call_us, 1.0) / 1e6
     return int(min(budget.max_samples, max(budget.min_samples, budget.seconds / per_call_s)))
 
 
-def _cuda_samples(call, budget: Budget, flush) -> list[float]:
-    # Estimate the per-call time from a few calls, then take as many as the budget allows.
-    probe = _cuda_batch(call, 3, flush)
-    return _cuda_batch(call, sample_count(budget, sorted(probe)[1]), flush)
+@dataclass(frozen=True)
+class Samples:
+    """One share's samples, microseconds per call: each the mean of `calls` calls, read by a
+    clock whose step, spread over those calls, is `resolution_us` (suites/harness/event_clock.py):
+    nothing closer than that can be told apart."""
+
+    times_us: list[float]
+    calls: int = 1
+    resolution_us: float = CPU_RESOLUTION_US
+
+
+def blocks(per_call_us: list[float], calls: int) -> list[float]:
+    """Consecutive calls taken `calls` at a time, each block its mean (a last partial one
+    dropped, unless it is the only one)."""
+    whole = len(per_call_us) // calls * calls or len(per_call_us)
+    return [statistics.fmean(per_call_us[i:i + calls]) for i in range(0, whole, calls)]
+
+
+def _cuda_samples(call, budget: Budget, flush, drain: bool = True) -> Samples:
+    """A per-call time from a few calls sizes the samples: each covers enough calls to span
+    SPAN_STEPS steps of the event clock, and there are as many as the budget holds."""
+    probe = sorted(_cuda_batch(call, 3, flush, drain))[1]
+    step = event_resolution_us(torch.cuda.current_device())
+    calls = calls_per_sample(probe, step)
+    count = sample_count(budget, probe * calls)
+    per_call = _cuda_batch(call, count * calls, flush, drain)
+    return Samples(blocks(per_call, calls), calls, step / calls)
 
 
 def _cuda_batch(call, n: int, flush, drain: bool = True) -> list[float]:
     """`n` calls, each between a pair of CUDA events, microseconds each; `flush` (an L2 flush)
-    runs before each pair, outside it. Elapsed times are read after one final sync.
+    runs before each pair, outside it. Elapsed times are read after one final sync. A sample is
+    a block of these (`blocks`): each call keeps its own pair, so every call starts on a
+    drained queue with its L2 flushed outside the timed span, and the grid error of each pair
+    (one clock step at most, at a random phase) averages out over the block.
 
     drain=True: the latency of one call on an idle GPU, host work included. The queue is
     drained before each call: otherwise the 256 MB flush (tens of microseconds of GPU time)
     would still be running when the call's kernels are queued, and the events would time only
     the kernels, hiding the Python, dispatch and launch cost that small calls are made of.
-    drain=False: `kernel_samples`.
+    drain=False: `kernel_share`.
     """
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
@@ -166,24 +212,25 @@ def _cuda_batch(call, n: int, flush, drain: bool = True) -> list[float]:
     return [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
 
 
-def kernel_samples(call, n: int, flush=None) -> list[float]:
-    """Device time of `n` back-to-back calls, microseconds each (CUDA only): the method of
-    `triton.testing.do_bench`. A CUDA event pair brackets each call; `flush` (an L2 flush) runs
-    between the pairs, outside them; nothing waits for the GPU until all n are queued, so the
-    host path of one call overlaps the device work of the calls before it and the pairs time
-    the kernels. Where the host path of a call is longer than its kernels the queue runs dry
-    and the pairs time the host's issue rate instead: `kernel_us` near `median_us` says so."""
-    return _cuda_batch(call, n, flush, drain=False)
+def kernel_share(call, budget: Budget, flush=None) -> Samples:
+    """Device time of calls queued back to back, microseconds per call (CUDA only): the method
+    of `triton.testing.do_bench`. A CUDA event pair brackets each call; `flush` (an L2 flush)
+    runs between the pairs, outside them; nothing waits for the GPU until all are queued, so
+    the host path of one call overlaps the device work of the calls before it and the pairs
+    time the kernels. Where the host path of a call is longer than its kernels the queue runs
+    dry and the pairs time the host's issue rate instead: `kernel_us` near `mean_us` says so."""
+    return _cuda_samples(call, budget, flush, drain=False)
 
 
 def sample_calls(call, device_type: str, spec: TimingSpec, warmup_calls: int,
-                 budget: Budget | None = None, flush=None) -> list[float]:
-    """Per-call samples in microseconds, after `warmup_calls` untimed calls; the whole budget of
-    `spec` unless `budget` gives a round's share (and `flush`, the round's L2 flusher)."""
+                 budget: Budget | None = None, flush=None) -> Samples:
+    """Samples in microseconds per call, after `warmup_calls` untimed calls; the whole budget of
+    `spec` unless `budget` gives a round's share (and `flush`, the round's L2 flusher). On a CPU
+    one sample is one call (perf_counter_ns); on CUDA a block of calls (`_cuda_samples`)."""
     for _ in range(warmup_calls):
         call()
     sync(device_type)
     budget = budget or spec.whole()
     if device_type == "cuda":
         return _cuda_samples(call, budget, flush or l2_flusher(spec, "cuda"))
-    return _cpu_samples(call, budget)
+    return Samples(_cpu_samples(call, budget))

@@ -101,10 +101,26 @@ METRICS = (
        "page faults per call (minor and major, getrusage) while the row was timed, each share's "
        "warm-up call included", "faults/call", "timing"),
     Column("kernel_us", "us", NUMBER,
-       "CUDA: median device time of one call among calls queued back to back (L2 flushed "
-       "between them, no host sync in between: triton.testing.do_bench's method), so the host "
-       "path is hidden behind the device work; near median us, the host path was the longer. "
-       "Empty on a CPU, which has no separate device", "kernel us"),
+       "CUDA: device time per call with the calls queued back to back (L2 flushed between "
+       "them, no host sync in between: triton.testing.do_bench's method), so the host path is "
+       "hidden behind the device work; the mean of the clean rounds' kernel figures, each "
+       "timed in the round's share beside the latency; near us/call, the host path was the "
+       "longer. Empty on a CPU, which has no separate device", "kernel us"),
+    Column("kernel_low_us", "us", NUMBER, "95% interval of kernel us over the rounds: low end",
+       "kernel low"),
+    Column("kernel_high_us", "us", NUMBER, "95% interval of kernel us: high end", "kernel high"),
+    Column("slow_state_rounds", "", NUMBER,
+       "clean rounds in which the variant ran in a slow state of its own (its round figures "
+       "in two groups far apart: two_states finding); empty when they form one",
+       "slow-state rounds", "timing"),
+    Column("slow_state_factor", "x", NUMBER,
+       "the slow state's mean round figure over the fast state's", "slow-state factor",
+       "timing"),
+    Column("calls_per_sample", "", NUMBER,
+       "calls each timing sample covers: 1 on a CPU; on CUDA enough for a sample to span "
+       "{span_steps} steps of the event clock (env.json: event_resolution_us), so a sample's "
+       "figures (median, p10, p90, slow calls) are per call, averaged over a block",
+       "calls/sample", "timing"),
     Column("p10_us", "us", NUMBER, "10th percentile of the timed calls", "p10", "timing"),
     Column("p90_us", "us", NUMBER, "90th percentile of the timed calls", "p90", "timing"),
     Column("min_us", "us", NUMBER, "the fastest timed call", part="timing"),
@@ -129,6 +145,11 @@ METRICS = (
     Column("speedup_low", "x", NUMBER, "95% interval of the speedup, from the rounds: low end "
        "(the ratio estimator's delta method, in logs, Student's t)", "speedup low"),
     Column("speedup_high", "x", NUMBER, "95% interval of the speedup: high end", "speedup high"),
+    Column("kernel_speedup_low", "x", NUMBER,
+       "95% interval of the kernel speedup, paired per round as the speedup is: low end",
+       "kernel speedup low"),
+    Column("kernel_speedup_high", "x", NUMBER, "95% interval of the kernel speedup: high end",
+       "kernel speedup high"),
     Column("device_ratio", "x", NUMBER,
        "baseline device us / this row's device us: a ratio from the profile pass, not a "
        "speedup; a finding says when it and the speedup disagree", "device ratio (profile)"),
@@ -231,9 +252,10 @@ KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_p
                         "mean_us") + KERNEL_DETAIL_COLUMNS
 SAMPLE_COLUMNS = KEY + ("round", "sample", "time_us")
 # One row per variant per timing round: what the round measured and whether it was clean.
-ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "mean_us", "median_us",
-                       "faults_per_call", "wait_frac",
-                       "others_cores", "gpu_other_processes", "sm_clock_ratio", "state", "reason")
+ROUND_COLUMNS = KEY + ("round", "position", "n_samples", "calls_per_sample", "mean_us",
+                       "median_us", "kernel_mean_us", "faults_per_call", "wait_frac",
+                       "others_cores", "gpu_other_processes", "sm_clock_ratio", "sm_clock_mhz",
+                       "clock_limits", "state", "reason")
 FINDING_COLUMNS = KEY + ("code", "severity", "statement", "evidence")
 # One row per node of a call's op tree, per call (suites/traces/op_tree.py): the path from
 # the call down (`aten::linear > aten::addmm`), depth 0 the call itself.

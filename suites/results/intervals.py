@@ -53,8 +53,11 @@ class Paired:
     rounds: int     # rounds in which both were clean
 
 
-def paired_speedup(baseline: dict[int, float], variant: dict[int, float]) -> Paired:
-    """`baseline` and `variant` map round -> that round's figure, us (clean rounds only)."""
+def paired_speedup(baseline: dict[int, float], variant: dict[int, float],
+                   floor: float = 0.0) -> Paired:
+    """`baseline` and `variant` map round -> that round's figure, us (clean rounds only).
+    `floor`: the narrowest half-width in logs the clock allows (each side's clock step over its
+    time per call, summed): identical figures on a coarse clock are not an exact ratio."""
     rounds = sorted(set(baseline) & set(variant))
     if not rounds:
         return Paired(NAN, NAN, NAN, 0)
@@ -66,17 +69,18 @@ def paired_speedup(baseline: dict[int, float], variant: dict[int, float]) -> Pai
     # Delta method for a ratio of means: residuals of the baseline from speedup * variant.
     residual = [x - speedup * y for x, y in zip(b, v)]
     se_log = statistics.stdev(residual) / math.sqrt(len(rounds)) / statistics.fmean(b)
-    half = t95(len(rounds) - 1) * se_log
+    half = max(t95(len(rounds) - 1) * se_log, floor)
     return Paired(speedup, speedup * math.exp(-half), speedup * math.exp(half), len(rounds))
 
 
-def mean_interval(figures: list[float]) -> tuple[float, float, float]:
+def mean_interval(figures: list[float], floor: float = 0.0) -> tuple[float, float, float]:
     """(mean, low, high): a row's time per call over its clean rounds' figures, with a 95% t
-    interval (NaN bounds for one round)."""
+    interval (NaN bounds for one round), never narrower than `floor` each way (the clock's step
+    per call: rounds that all read the same grid value still know the time only to a step)."""
     mean = statistics.fmean(figures)
     if len(figures) < 2:
         return mean, NAN, NAN
-    half = t95(len(figures) - 1) * statistics.stdev(figures) / math.sqrt(len(figures))
+    half = max(t95(len(figures) - 1) * statistics.stdev(figures) / math.sqrt(len(figures)), floor)
     return mean, mean - half, mean + half
 
 

@@ -37,6 +37,9 @@ class TimingStats:
     rounds_dropped: int = 0  # rounds timed but not used (contended, stalled, off, slow)
     slow_calls: float = float("nan")
     faults_per_call: float = float("nan")
+    calls_per_sample: float = float("nan")
+    slow_state_rounds: float = float("nan")
+    slow_state_factor: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,11 @@ class ResultRow:
     speedup_high: float = NAN
     device_ratio: float = NAN
     kernel_us: float = NAN
+    kernel_low_us: float = NAN
+    kernel_high_us: float = NAN
     kernel_speedup: float = NAN
+    kernel_speedup_low: float = NAN
+    kernel_speedup_high: float = NAN
     peak_mem_mb: float = NAN
     compile_graphs: float = NAN
     exposed_overhead_us: float = NAN

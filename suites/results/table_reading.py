@@ -19,8 +19,9 @@ from suites.results.tables import ROUNDS_CSV, SAMPLES_CSV
 CSV_ERRORS = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
 # The numeric columns of the tables read beside measurements.csv.
 NUMBERS = {SAMPLES_CSV: ("round", "sample", "time_us"),
-           ROUNDS_CSV: ("round", "position", "n_samples", "median_us", "wait_frac",
-                        "others_cores", "gpu_other_processes", "sm_clock_ratio")}
+           ROUNDS_CSV: ("round", "position", "n_samples", "calls_per_sample", "median_us",
+                        "kernel_mean_us", "wait_frac", "others_cores", "gpu_other_processes",
+                        "sm_clock_ratio", "sm_clock_mhz")}
 _KERNEL_NUMBERS = ("calls_per_call", "total_us_per_call", "mean_us", "gemm_stages", "gemm_tflops",
                    "registers_per_thread", "shared_mem_bytes", "blocks_per_sm", "warps_per_sm",
                    "est_occupancy_pct", "theoretical_occupancy_pct", "launch_configs")

@@ -62,8 +62,16 @@ def _from_1(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
 
 
+def _from_2(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 2 to 3: kernel us became a measurement of the rounds (with its interval and a
+    paired kernel speedup with its own), and a sample may cover several calls (calls/sample).
+    No run of version 2 measured kernel time in rounds: the new columns stay empty."""
+    return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
+
+
 # version -> the step from it to the next one.
-STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0, 1: _from_1}
+STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0, 1: _from_1,
+                                                                  2: _from_2}
 
 
 def upgrade(name: str, frame: pd.DataFrame, version: int) -> pd.DataFrame:

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import torch
 
+from suites.harness.event_clock import event_resolution_us
+
 from suites.tools import gpu_check_summary as summary
 from suites.tools.gpu_check_record import Clock, Recorder, run_items
 
@@ -104,7 +106,7 @@ def environment_items(cuda: bool):
                 "sm_count": props.multi_processor_count,
                 "l2_mib": getattr(props, "L2_cache_size", 0) / 2**20,
                 "memory_gib": round(total / 2**30, 1), "free_gib": round(free / 2**30, 1),
-                **_smi()}
+                "event_resolution_us": event_resolution_us(0), **_smi()}
 
     def interpreter():
         # On a GPU the kernels must be compiled: interpreted, the harness refuses to time them.

@@ -2,8 +2,12 @@
 counterpart, at the issue's target shapes, in bf16.
 
 Kernel time, not latency: the calls are queued back to back with L2 flushed between them and
-no host sync in between (`timing.kernel_samples`, triton.testing.do_bench's method), so a
-wrapper's Python does not count against the kernel. Each side is the op's registered variant
+no host sync in between (`timing.kernel_share`, triton.testing.do_bench's method), so a
+wrapper's Python does not count against the kernel. A Triton variant and the library are timed
+in interleaved rounds (ROUNDS of them, the order rotated), so their ratio is paired per round
+and has a 95% interval; a target is met when the interval's low end clears it (the best
+variant picked by that low end, not by its point: the best of several point ratios is biased
+up, a winner's curse). Each side is the op's registered variant
 (kernels/*.py), prepared as the harness prepares it (its scope pins the SDPA backend), so a new
 variant such as matmul_add's `triton_tma` is timed by being registered. A Triton output must
 agree with the library's (the harness's bound for a baseline) or its row fails: a fast wrong
@@ -21,12 +25,14 @@ import torch
 from kernels import registry
 from kernels.base import Case
 from suites.harness import timing
+from suites.common.numbers import span
 from suites.harness.correctness import compare
+from suites.results.intervals import mean_interval, paired_speedup
 from suites.harness.variant_passes import pass_scope
 
 SECTION = "kernels"
-BUDGET_S = 0.3         # device time per variant's samples, after its first calls
-SAMPLES = (10, 300)    # fewest and most back-to-back calls per variant
+BUDGET_S = 0.3         # device time per variant (per pairing), over its rounds
+SAMPLES = (10, 300)    # fewest and most samples per variant, over its ROUNDS rounds
 
 
 @dataclass(frozen=True)
@@ -59,33 +65,60 @@ BENCHES = (
 )
 
 
-def kernel_us(call, flush) -> tuple[float, int]:
-    """(median device us per call, samples): a short probe sizes the run to BUDGET_S."""
-    probe = sorted(timing.kernel_samples(call, 3, flush))[1]
-    n = timing.sample_count(timing.Budget(BUDGET_S, *SAMPLES), probe)
-    return statistics.median(timing.kernel_samples(call, n, flush)), n
+ROUNDS = 5  # rounds of the library and a Triton variant, alternating: a ratio with an interval
 
 
-def _measure(bench: Bench, case: Case, inputs, name: str, flush, library_out):
-    """One variant's row fields, and its output (the library's is kept for the comparison)."""
+def _share() -> timing.Budget:
+    return timing.Budget(BUDGET_S / ROUNDS, max(1, SAMPLES[0] // ROUNDS),
+                         max(1, SAMPLES[1] // ROUNDS))
+
+
+def kernel_rounds(calls: dict, flush) -> dict[str, list[float]]:
+    """name -> its kernel figure (us per call) in each of ROUNDS rounds, the calls of `calls`
+    timed in an order rotated from round to round."""
+    figures: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for r in range(ROUNDS):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            calls[name]()  # the other's data and code are in the caches: one untimed call
+            figures[name].append(statistics.fmean(
+                timing.kernel_share(calls[name], _share(), flush).times_us))
+    return figures
+
+
+def _timed(figures: list[float]) -> dict:
+    mean, low, high = mean_interval(figures)
+    return {"kernel_us": mean, "kernel_low_us": low, "kernel_high_us": high}
+
+
+def _measure(bench: Bench, case: Case, inputs, name: str, flush, library: dict | None):
+    """One variant's row fields, and its output and call (the library's are kept for the
+    comparison and the paired rounds). `library`: None for the library itself."""
     variant = registry.get_variant(bench.op, name)
     reason = variant.supports(case)
     if reason:
-        return {"status": "skipped", "error": reason}, None
+        return {"status": "skipped", "error": reason}, None, None
     op = registry.get_op(bench.op)
     with pass_scope(variant):
         call = variant.prepare(case, inputs)
         out = call()  # compile, autotune
         timing.sync(case.device_type)
-        median, n = kernel_us(call, flush)
-    row = {"variant": name, "kernel_us": median, "n_samples": n,
-           "tflops": op.flops(case) / median / 1e6}
-    if library_out is not None:
-        check = compare(out, library_out.double(), case.dtype, None)
+        if library is None:
+            row = {"variant": name, **_timed(kernel_rounds({name: call}, flush)[name])}
+        else:
+            figures = kernel_rounds({bench.library: library["call"], name: call}, flush)
+            paired = paired_speedup(dict(enumerate(figures[bench.library])),
+                                    dict(enumerate(figures[name])))
+            # > 1: Triton is faster; its interval paired per round
+            row = {"variant": name, **_timed(figures[name]), "ratio": paired.speedup,
+                   "ratio_low": paired.low, "ratio_high": paired.high}
+    row["tflops"] = op.flops(case) / row["kernel_us"] / 1e6
+    if library is not None:
+        check = compare(out, library["out"].double(), case.dtype, None)
         row["diff_vs_library"] = check.scaled_err
         if check.problem:
             row.update(status="failed", error=f"disagrees with {bench.library}: {check.problem}")
-    return row, out
+    return row, out, call
 
 
 def items(device: str | None, flush_spec=None):
@@ -114,32 +147,40 @@ def _work(bench: Bench, name: str, state: dict, device: str, flush):
         case = Case.make(bench.op, bench.params, "bfloat16", device, seed=0)
         generator = torch.Generator(device=device).manual_seed(0)
         state.update(case=case, inputs=registry.get_op(bench.op).make_inputs(case, generator))
-    library = name == bench.library
-    if not library and "library_us" not in state:
+    is_library = name == bench.library
+    if not is_library and "library" not in state:
         return {"status": "failed", "error": f"no {bench.library} time to compare with"}
-    row, out = _measure(bench, state["case"], state["inputs"], name, flush,
-                        None if library else state.get("library_out"))
-    if library and "kernel_us" in row:
-        state.update(library_us=row["kernel_us"], library_out=out)
-    elif "kernel_us" in row:
-        row["ratio"] = state["library_us"] / row["kernel_us"]  # > 1: Triton is faster
-        if row.get("status", "ok") == "ok":
-            state.setdefault("ratios", {})[name] = row["ratio"]
+    row, out, call = _measure(bench, state["case"], state["inputs"], name, flush,
+                              None if is_library else state["library"])
+    if is_library and "kernel_us" in row:
+        state["library"] = {"call": call, "out": out}
+    elif "ratio" in row and row.get("status", "ok") == "ok":
+        state.setdefault("ratios", {})[name] = (row["ratio"], row["ratio_low"], row["ratio_high"])
     return row
 
 
 def _target(bench: Bench, state: dict, device: str | None) -> dict:
+    """Met when the best Triton variant's paired ratio has its 95% interval's low end at the
+    target or above; the best is the one with the highest low end."""
     if device is None:
         return {"status": "skipped", "error": "no CUDA", "target": bench.target}
     ratios = state.get("ratios", {})
     if not ratios:
         return {"status": "failed", "error": "no Triton variant was timed", "target": bench.target}
-    best = max(ratios, key=ratios.get)
-    met = ratios[best] >= bench.target
-    return {"status": "ok" if met else "failed", "best": best, "ratio": ratios[best],
-            "target": bench.target,
-            "error": None if met else f"{best} at {ratios[best]:.2f}x of {bench.library}, "
-                                      f"target {bench.target}x"}
+    best = max(ratios, key=lambda name: _low(ratios[name]))
+    ratio, low, high = ratios[best]
+    met = _low(ratios[best]) >= bench.target
+    shown = f"{ratio:.2f}x (95% interval {span(low, high, 'x')})"
+    return {"status": "ok" if met else "failed", "best": best, "ratio": ratio,
+            "ratio_low": low, "ratio_high": high, "target": bench.target,
+            "error": None if met else f"{best} at {shown} of {bench.library}: the interval's "
+                                      f"low end is under the target {bench.target}x"}
+
+
+def _low(ratio: tuple[float, float, float]) -> float:
+    """An interval's low end; the point where there is no interval (never the larger)."""
+    point, low, _ = ratio
+    return point if low != low else min(point, low)
 
 
 def _release(state: dict) -> None:

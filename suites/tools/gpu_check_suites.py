@@ -57,8 +57,10 @@ SERIES = {
 CPU_RUN = {"suite.sizes": [64], "suite.dtypes": ["float32"],
            "suite.variants": ["eager", "addmm", "triton"], "calibrate": False}
 STATUS = {"ok": "ok", "skipped": "skipped", "noisy": "noisy"}  # failed and incorrect: failed
-FIELDS = ("median_us", "kernel_us", "speedup", "kernel_speedup", "n_kernels", "device_us",
-          "tflops", "backend")
+FIELDS = ("mean_us", "mean_low_us", "mean_high_us", "median_us", "calls_per_sample", "kernel_us",
+          "kernel_low_us", "kernel_high_us", "speedup", "speedup_low", "speedup_high",
+          "kernel_speedup", "kernel_speedup_low", "kernel_speedup_high", "n_kernels",
+          "device_us", "tflops", "backend")
 
 
 @dataclass(frozen=True)

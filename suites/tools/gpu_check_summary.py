@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from suites.tools.gpu_check_record import BAD, STATUSES, Recorder, fit, table
+from suites.common.numbers import span
 from suites.common.text import cut
 
 MAX_PROBLEMS = 20  # failed/deadline rows listed in the short text; summary.txt lists all
@@ -22,7 +23,8 @@ def _head(rec: Recorder, deadlines: dict) -> list[str]:
     lines = [f"gpu_check: {gpu.get('gpu', 'no GPU')} (sm {gpu.get('capability', '-')}, "
              f"{gpu.get('sm_count', '-')} SMs, {gpu.get('free_gib', '-')} GiB free) | torch "
              f"{versions.get('torch', '?')} triton {versions.get('triton', '?')} cuda "
-             f"{versions.get('cuda', '-')}",
+             f"{versions.get('cuda', '-')} | event clock step "
+             f"{gpu.get('event_resolution_us', '-')} us",
              f"rows: {_counts(rec.counts())} | exit {rec.exit_code()}"]
     for section in deadlines:
         rows = [r for r in rec.rows if r["section"] == section]
@@ -46,9 +48,17 @@ def _configs(rows: list[dict]) -> list[str]:
 
 def _kernels(rows: list[dict]) -> list[str]:
     shown = [dict(r, bench=r["item"].rsplit(" ", 1)[0], variant=r["item"].rsplit(" ", 1)[-1],
-                  diff=r.get("diff_vs_library")) for r in rows]
+                  diff=r.get("diff_vs_library"), ratio=_with_interval(r)) for r in rows]
     return table(shown, ["bench", "variant", "status", "kernel_us", "tflops", "ratio", "target",
                          "diff"])
+
+
+def _with_interval(row: dict):
+    """A paired ratio with its 95% interval (`1.02 (0.98-1.05)`), or the value as recorded."""
+    ratio, low, high = row.get("ratio"), row.get("ratio_low"), row.get("ratio_high")
+    if not isinstance(ratio, float) or not isinstance(low, float) or low != low:
+        return ratio
+    return f"{ratio:.3f} ({span(low, high)})"
 
 
 def _structure(rows: list[dict]) -> list[str]:

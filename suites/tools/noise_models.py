@@ -18,6 +18,9 @@ from typing import Callable
 
 import numpy as np
 
+from suites.harness.event_clock import calls_per_sample
+from suites.harness.timing import blocks
+
 BASELINE = "base"
 BACKGROUND_ROUND_SD = 0.02  # round noise behind every model but the iid one
 CALL_SD = 0.01              # per-call jitter: what a steady call still varies by
@@ -178,13 +181,19 @@ GRID = {BASELINE: 6.3, "2% faster": 6.3 / 1.02, "5% slower": 6.3 * 1.05}
 
 
 def event_grid() -> NoiseModel:
-    """6. Small calls (6.3 us) timed by events on a 0.5 us grid: each sample is the difference of
+    """6. Small calls (6.3 us) timed by events on a 0.5 us grid: each call is the difference of
     two grid timestamps, the start at a random phase of the grid (a timer ticks on its own; the
     call starts where it starts), so a 6.3 us call reads 6.0 or 6.5. Not rounding to the nearest
-    step: no timer does that, and it would bias every call the same way."""
+    step: no timer does that, and it would bias every call the same way. The samples are then
+    made as a CUDA run makes them (suites/harness/timing.py): blocks of calls spanning
+    SPAN_STEPS steps, as many blocks as the budget holds."""
+    calls = calls_per_sample(GRID[BASELINE], EVENT_GRID_US)
+
     def draw(rng, rounds, calls_for):
-        smooth = steady_case(rng, GRID, rounds, calls_for, BACKGROUND_ROUND_SD)
-        return {v: [on_grid(rng, calls) for calls in per_round] for v, per_round in smooth.items()}
+        smooth = steady_case(rng, GRID, rounds, lambda mean_us: calls_for(mean_us * calls) * calls,
+                             BACKGROUND_ROUND_SD)
+        return {v: [np.array(blocks(on_grid(rng, durations).tolist(), calls))
+                    for durations in per_round] for v, per_round in smooth.items()}
     return NoiseModel("0.5 us event grid, 6.3 us", "timer grid", dict(GRID), draw)
 
 

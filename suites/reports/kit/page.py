@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from suites.reports.kit.banner import CSS as BANNER_CSS
-from suites.common.numbers import missing as _missing
+from suites.common.numbers import distinct, missing as _missing
 from suites.common.numbers import num
 from suites.reports.kit.page_assets import SCRIPT, TABLE_CSS
 from suites.results.columns import BY_NAME, Status
@@ -32,7 +32,9 @@ dt{font-weight:600}dd{margin:0 0 .4em 1.2em}
 # their own: column -> (low column, high column, what the pair is).
 RANGES = {"mean_us": ("mean_low_us", "mean_high_us", "95% interval"),
           "median_us": ("p10_us", "p90_us", "p10\u2013p90"),
-          "speedup": ("speedup_low", "speedup_high", "95% interval")}
+          "speedup": ("speedup_low", "speedup_high", "95% interval"),
+          "kernel_us": ("kernel_low_us", "kernel_high_us", "95% interval"),
+          "kernel_speedup": ("kernel_speedup_low", "kernel_speedup_high", "95% interval")}
 TRACE_SUFFIXES = (".json.gz", ".json", ".pftrace", ".perfetto-trace")
 # Only the script's own hooks switch the script on (page()); as markup, with '<' and '"' that an
 # escaped text cell cannot hold.
@@ -110,7 +112,7 @@ def _number_cell(value, spread: tuple | None) -> str:
     text = num(value)
     low, high = spread or (None, None)
     if not (_missing(low) or _missing(high) or low == high == value):  # the baseline's 1-1
-        text += f"<small>{num(low, 3)}\u2013{num(high, 3)}</small>"
+        text += "<small>{}\u2013{}</small>".format(*distinct(low, high))
     data = f' data-v="{float(value)!r}"' if math.isfinite(float(value)) else ""
     return f'<td class="n"{data}>{text}</td>'
 

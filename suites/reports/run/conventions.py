@@ -12,6 +12,7 @@ from kernels.base import DTYPE_SHORT, Op
 from suites.common.numbers import times
 from suites.harness import round_checks as rc
 from suites.harness.correctness import BASELINE_BOUND, FLOOR
+from suites.harness.event_clock import SPAN_STEPS
 from suites.traces.findings.step_bound import HOST_BOUND_SHARE
 from suites.traces.host_parts import INIT_FACTOR, INIT_MIN_US
 from suites.traces.op_kinds import LAUNCH_APIS
@@ -30,6 +31,7 @@ def facts(op: Op | None = None) -> dict[str, str]:
     return {
         "statuses": "; ".join(f"{s.value}: {m}" for s, m in STATUS_MEANING.items()),
         "launch_apis": ", ".join(sorted(LAUNCH_APIS)),
+        "span_steps": str(SPAN_STEPS),
         "error_floors": _per_dtype(FLOOR),
         "baseline_bounds": _per_dtype(BASELINE_BOUND),
         "round_checks": round_checks_text(),
@@ -39,14 +41,20 @@ def facts(op: Op | None = None) -> dict[str, str]:
 
 
 def round_checks_text() -> str:
-    return (f"contended: the timing's threads waited for a CPU more than {rc.WAIT_LIMIT:.0%} of "
-            f"the share, or other processes kept more cores busy than the timing leaves free, "
-            f"plus {rc.SPARE_CORES:g}, or another process used the GPU, or its SM clock fell under "
-            f"{rc.GPU_MIN_CLOCK_RATIO:.0%} of its maximum; stalled: {rc.STALL_SHARE:.0%} or more "
-            f"of the calls ran at least {rc.STALL_MIN_US / 1e3:g} ms and 2x longer than the "
-            f"fastest call; off: a round median over {rc.OFF_FACTOR:g}x the variant's fastest "
-            f"round; slow: a median over {times(rc.SLOW_FACTOR)} the op's model time at the "
-            f"measured peaks plus {rc.SLOW_ALLOWANCE_US / 1e3:g} ms")
+    return (f"contended (drops the round for every variant): a timing thread waited for a CPU "
+            f"more than {rc.WAIT_LIMIT:.0%} of its share, or other processes kept more cores busy "
+            f"than the timing leaves free, plus {rc.SPARE_CORES:g}, or the container's CPU quota "
+            f"throttled it, or another process used the GPU, or its SM clock fell under "
+            f"{rc.GPU_MIN_CLOCK_RATIO:.0%} of its maximum or a thermal limit, a hardware "
+            f"slowdown or the power brake held it down (a power cap the variant's own work "
+            f"reaches is its cost, named in rounds.csv); stalled (every variant's share of the "
+            f"round): "
+            f"{rc.STALL_SHARE:.0%} or more of the calls ran at least {rc.STALL_MIN_US / 1e3:g} ms "
+            f"and 2x longer than the fastest call; off: every variant's round figure over "
+            f"{rc.OFF_FACTOR:g}x away from its own median round, all the same way; slow (one "
+            f"share): a median over {times(rc.SLOW_FACTOR)} the op's model time at the measured "
+            f"peaks plus {rc.SLOW_ALLOWANCE_US / 1e3:g} ms. What one variant shows alone is its "
+            f"own cost and stays in its figures")
 
 
 def meaning(name: str, op: Op | None = None) -> str:

@@ -96,6 +96,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.ROUNDS_DROPPED: ("some timing rounds were not clean and were left out", "fusebench"),
     Code.PAGE_FAULTS_DIFFER: ("many more page faults a call than the baseline: the variant "
                               "maps fresh pages every call", "fusebench"),
+    Code.TWO_STATES: ("the variant's own clean rounds fall into two groups far apart: a slow "
+                      "state of its own, kept in its figures", "fusebench"),
 }
 
 

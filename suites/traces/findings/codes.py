@@ -60,6 +60,7 @@ class Code(StrEnum):
     SLOW_CALLS = "slow_calls"
     ROUNDS_DROPPED = "rounds_dropped"
     PAGE_FAULTS_DIFFER = "page_faults_differ"
+    TWO_STATES = "two_states"
 
 
 class Severity(StrEnum):

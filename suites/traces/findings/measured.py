@@ -16,6 +16,9 @@
   flush, a GC pass, every k-th call), which the median hides. Rounds in which every variant was
   slowed were the machine's and were dropped before (suites/harness/round_checks.py), so what
   is left is the variant's own; it is named here, never charged to the machine.
+- two_states: a variant's own clean rounds in two groups far apart (suites/harness/two_states.py):
+  its slow state is kept in its figures and named here, since the mix of states in a run may
+  not be the mix in the next.
 - page_faults_differ: a variant takes many more page faults a call than the baseline of its
   case (eager LayerNorm at T8192: 18-31k a call after the other variants ran): part of its time
   is the kernel mapping pages, which a warm process or another allocator may not pay.
@@ -122,12 +125,26 @@ def page_faults_differ(row: Row, base: Row | None):
                   {"faults_per_call": mine, "baseline_faults_per_call": theirs})
 
 
+def two_states(row: Row):
+    slow, factor = column_value(row, "slow_state_rounds"), column_value(row, "slow_state_factor")
+    used, mean = column_value(row, "rounds"), column_value(row, "mean_us")
+    if not (is_ok(row) and _finite(slow, factor, used, mean)):
+        return
+    yield Finding(Code.TWO_STATES, Severity.WARNING,
+                  f"two states: {slow:.0f} of its {used:.0f} clean rounds ran {factor:.2f}x "
+                  f"slower than the others. A state of the variant's own (the other variants' "
+                  f"rounds did not move with it), so both stay in its figures: us/call "
+                  f"{mean:.4g} is their mix, as a caller would pay it; the mix may differ "
+                  "from run to run",
+                  {"slow_state_rounds": slow, "rounds": used, "slow_state_factor": factor})
+
+
 ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, slow_calls,
-                 rounds_dropped)
+                 rounds_dropped, two_states)
 AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
 # What the detectors above emit: a resumed run drops these and finds them again over every row.
 ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
-             Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER)
+             Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER, Code.TWO_STATES)
 
 
 def row_findings(rows: list[Row], suite: str, baseline: str) -> list[dict]:
