@@ -200,6 +200,27 @@ def test_the_default_drift_leaves_a_moderate_change_inconclusive(two_runs, tmp_p
     assert "inconclusive: neither a change" in stdout
 
 
+def test_a_variant_in_two_states_is_never_called_faster_or_slower(tmp_path):
+    """Eager LayerNorm at T8192 ran mostly in its slow state in one run (75-104k us a round)
+    and in both in the next (19-28k us in 6 rounds, 63-75k in 4): 2.2x "faster" by the drift
+    model, which is the machine's. A row whose rounds show two states of the variant's own on
+    either side is inconclusive, and the note says why."""
+    a = write_run(tmp_path / "a", [("T8192", "eager", "ok", "", 90_000.0)], seed=1,
+                  n_rounds=10, mean=True)
+    b = write_run(tmp_path / "b", [("T8192", "eager", "ok", "", 30_000.0)], seed=2,
+                  n_rounds=10, mean=True)
+    assert main([str(a), str(b), "--out", str(tmp_path / "plain")]) == 0
+    assert pd.read_csv(tmp_path / "plain" / "compare.csv").iloc[0]["verdict"] == "faster"
+    rounds_b = pd.read_csv(b / "rounds.csv")
+    figures = [27575, 74894, 18803, 25729, 64055, 19265, 27889, 63582, 65058, 28500]
+    rounds_b.assign(mean_us=figures, median_us=figures).to_csv(b / "rounds.csv", index=False)
+    assert main([str(a), str(b), "--out", str(tmp_path / "states")]) == 0
+    row = pd.read_csv(tmp_path / "states" / "compare.csv").iloc[0]
+    assert row["verdict"] == "inconclusive"
+    assert row["note"].startswith("would read faster, but the variant runs in two states of its "
+                                  "own (B: 4 of 10 rounds 2.72x slower)"), row["note"]
+
+
 AA_ROWS = [(f"M{m}", v, "ok", "", t * m / 64) for m in (64, 128, 256, 512)
            for v, t in (("eager", 100.0), ("addmm", 90.0), ("aa_control", 100.0))]
 CASES = ["M64", "M128", "M256", "M512"]

@@ -36,7 +36,7 @@ def _fake_cuda(monkeypatch, latency: dict, kernel: dict, seen: list):
         name = call.__name__
         seen.append((name, budget))
         figure = table[name][len([s for s in seen if s[0] == name]) // 2 % len(table[name])]
-        return timing.Samples([figure, figure], 4, 0.5 / 4)
+        return timing.Samples([figure, figure], 4, 0.5)
 
     monkeypatch.setattr(timing, "sample_calls", lambda call, device, spec, warmup, budget, flush:
                         share(latency, call, budget))
@@ -85,16 +85,22 @@ def test_kernel_time_is_measured_in_the_rounds_paired_and_with_an_interval(tmp_p
     assert addmm.kernel_low_us < 80.0 < addmm.kernel_high_us  # the clock's step: no zero width
     assert addmm.kernel_speedup == pytest.approx(1.25)
     assert addmm.kernel_speedup_low < 1.25 < addmm.kernel_speedup_high
-    assert addmm.kernel_speedup_high / addmm.kernel_speedup_low < 1.01
+    # Identical rounds: the width is the clock's, a step over sqrt(calls) on each side (32).
+    half = 0.5 / math.sqrt(32) * (1 / 80 + 1 / 100)
+    assert addmm.kernel_speedup_high / addmm.kernel_speedup_low == pytest.approx(math.exp(2 * half))
     assert eager.kernel_speedup == eager.kernel_speedup_low == eager.kernel_speedup_high == 1.0
     assert addmm.timing.calls_per_sample == 4 and addmm.speedup > 1
 
 
-def test_a_kernel_share_that_raises_fails_the_variant_and_says_why(tmp_path, monkeypatch):
+def test_a_kernel_share_that_raises_keeps_the_latency_and_says_why(tmp_path, monkeypatch):
+    from suites.harness.case_run import _kernel_notes
     from suites.harness.contention import RoundLoad
     from suites.harness.rounds import time_rounds
 
+    kernel_calls = []
+
     def broken(call, budget, flush):
+        kernel_calls.append(1)
         raise RuntimeError("CUDA error: an illegal memory access")
 
     monkeypatch.setattr(timing, "sample_calls", lambda *a: timing.Samples([5.0]))
@@ -108,9 +114,15 @@ def test_a_kernel_share_that_raises_fails_the_variant_and_says_why(tmp_path, mon
         def stop(self):
             return RoundLoad(0.1, 0.0, 0.0)
 
-    contender = _prepared("eager").contender
-    slots = time_rounds([contender], run_spec(tmp_path, CASE).timing, "cuda", Quiet())
-    assert slots == [] and "illegal memory access" in contender.failed
+    spec = run_spec(tmp_path, CASE)
+    spec = replace(spec, timing=replace(spec.timing, rounds=3))
+    prepared = _prepared("eager")
+    slots = time_rounds([prepared.contender], spec.timing, "cuda", Quiet(), on_error=str)
+    assert len(slots) == 3 and all(s.kernel_mean_us is None for s in slots)
+    assert kernel_calls == [1]  # tried once, not again in the later rounds
+    assert not prepared.contender.failed
+    assert _kernel_notes([prepared]) == {
+        "eager": "kernel time failed: CUDA error: an illegal memory access"}
 
 
 def test_a_cuda_sample_spans_enough_clock_steps(monkeypatch):
@@ -131,9 +143,10 @@ def test_a_cuda_sample_spans_enough_clock_steps(monkeypatch):
     samples = timing._cuda_samples(lambda: None, budget, None)
     calls = event_clock.calls_per_sample(6.0, 0.5)
     assert calls == 17 and samples.calls == calls  # 17 x 6 us >= 200 x 0.5 us
-    assert samples.resolution_us == pytest.approx(0.5 / calls)
+    assert samples.resolution_us == 0.5  # the step each call was read with
     assert batches[1] == (len(samples.times_us) * calls, True)
-    assert len(samples.times_us) == timing.sample_count(budget, 6.0 * calls)
+    # As many calls as the budget holds (counted in calls, not samples), in blocks.
+    assert len(samples.times_us) == timing.sample_count(budget, 6.0) // calls
     assert len(set(samples.times_us)) > 1  # blocks average the grid: not one grid value
     assert all(6.0 < t < 6.5 for t in samples.times_us)
     kernel = timing.kernel_share(lambda: None, budget, None)

@@ -9,6 +9,7 @@ the sweep (`remeasure`): the new rounds continue the numbering and are judged wi
 """
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ import torch
 
 from kernels.base import Case, Op, Variant
 from suites.harness import timing
+from suites.harness.timing import clock_floor
 from suites.harness.case_clock import NO_LIMIT, CaseClock
 from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
@@ -128,12 +130,18 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
         profiles.pop(name, None)
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
-    outcome.notes = _joined(notes, graph_notes, _pass_notes(prepared))
+    outcome.notes = _joined(_kernel_notes(prepared), notes, graph_notes, _pass_notes(prepared))
     outcome.timed_out = clock.over()
     finish(outcome, spec, peaks)
     prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
     release(case)
     return outcome
+
+
+def _kernel_notes(prepared: list[Prepared]) -> dict[str, str]:
+    """CUDA: why a timed variant has no kernel time (its kernel share raised)."""
+    return {p.row.variant: f"kernel time failed: {p.contender.kernel_failed}" for p in prepared
+            if p.contender is not None and not p.contender.failed and p.contender.kernel_failed}
 
 
 def _pass_notes(prepared: list[Prepared]) -> dict[str, str]:
@@ -171,7 +179,7 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     result = profile(p, case, spec)
     row = p.row
     outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {})
-    outcome.notes = _joined(_pass_notes([p]))
+    outcome.notes = _joined(_kernel_notes([p]), _pass_notes([p]))
     finish(outcome, spec, None)
     if outcome.needs_remeasure() and p.contender is not None and not p.contender.failed:
         outcome.slots += _time([p], case, spec, meter, max(s.round for s in slots) + 1)
@@ -255,9 +263,9 @@ def _speedups(outcome: CaseOutcome, baseline: str) -> None:
             row.device_ratio = _ratio(base.value("device_us"), row.value("device_us"))
         if base is None or not (row.ok and base.ok and row.timing and base.timing):
             continue
-        paired = _paired(clean, baseline, row.variant, "mean_us", "resolution_us")
+        paired = _paired(clean, baseline, row.variant, "mean_us")
         row.speedup, row.speedup_low, row.speedup_high = paired.speedup, paired.low, paired.high
-        kernel = _paired(clean, baseline, row.variant, "kernel_mean_us", "kernel_resolution_us")
+        kernel = _paired(clean, baseline, row.variant, "kernel_mean_us")
         if kernel.rounds:
             row.kernel_speedup, row.kernel_speedup_low, row.kernel_speedup_high = (
                 kernel.speedup, kernel.low, kernel.high)
@@ -267,16 +275,20 @@ def _speedups(outcome: CaseOutcome, baseline: str) -> None:
                 row.kernel_speedup_low = row.kernel_speedup_high = 1.0
 
 
-def _paired(clean: list[Slot], baseline: str, variant: str, figure: str, step: str) -> Paired:
+def _paired(clean: list[Slot], baseline: str, variant: str, figure: str) -> Paired:
     """The paired ratio of the baseline's round figures (a Slot attribute) over the variant's;
     its interval no narrower than the two clocks' steps allow."""
     figures: dict[str, dict[int, float]] = {}
-    steps: dict[str, float] = {}
     for s in clean:
-        if s.variant in (baseline, variant) and (value := getattr(s, figure)) is not None:
+        if s.variant in (baseline, variant) and (value := getattr(s, figure)) is not None \
+                and value > 0:
             figures.setdefault(s.variant, {})[s.round] = value
-            steps[s.variant] = max(steps.get(s.variant, 0.0), getattr(s, step) / value)
-    floor = steps.get(baseline, 0.0) + (steps.get(variant, 0.0) if variant != baseline else 0.0)
+    kernel = figure == "kernel_mean_us"
+    floor = 0.0  # in logs: each side's clock floor over its time per call
+    for name in {baseline, variant}:
+        mine = [s for s in clean if s.variant == name and s.round in figures.get(name, {})]
+        if mine:
+            floor += clock_floor(mine, kernel) / statistics.fmean(figures[name].values())
     return paired_speedup(figures.get(baseline, {}), figures.get(variant, {}), floor)
 
 

@@ -116,6 +116,6 @@ class GpuState:
                 continue
             try:
                 return int(query(self.handle))
-            except Exception:
-                return None
+            except Exception:  # named in the binding, missing in the driver: try the older one
+                continue
         return None

@@ -75,7 +75,7 @@ class Slot:
     state: str = CLEAN
     reason: str = ""
     calls_per_sample: int = 1
-    resolution_us: float = CPU_RESOLUTION_US  # the clock's step, per call of a sample
+    resolution_us: float = CPU_RESOLUTION_US  # the step of the clock each call was read with
     kernel_samples_us: tuple[float, ...] = ()  # CUDA: the share's calls queued back to back
     kernel_calls_per_sample: int = 1
     kernel_resolution_us: float = 0.0
@@ -99,9 +99,14 @@ class Slot:
         """Page faults a call in this share (its warm-up call included: it is where a variant
         pays for pages the previous variant left unmapped)."""
         faults = self.load.page_faults
-        calls = (len(self.samples_us) * self.calls_per_sample
-                 + len(self.kernel_samples_us) * self.kernel_calls_per_sample + 1)
+        calls = self.latency_calls() + self.kernel_calls() + 1
         return None if faults is None else faults / calls
+
+    def latency_calls(self) -> int:
+        return len(self.samples_us) * self.calls_per_sample
+
+    def kernel_calls(self) -> int:
+        return len(self.kernel_samples_us) * self.kernel_calls_per_sample
 
     @property
     def clean(self) -> bool:
@@ -161,9 +166,11 @@ def contention(loads: list[RoundLoad], cores: int, threads: int) -> str:
     return "; ".join(reasons)
 
 
-def stall(samples: tuple[float, ...], fastest_us: float) -> str:
-    """Why the samples look stalled by scheduler ticks ("" when they do not)."""
-    excess = [t - fastest_us for t in samples if t - fastest_us >= max(STALL_MIN_US, fastest_us)]
+def stall(samples: tuple[float, ...], fastest_us: float, calls_per_sample: int = 1) -> str:
+    """Why the samples look stalled by scheduler ticks ("" when they do not). A sample that is
+    the mean of several calls carries a stall of one of them divided among them."""
+    least = max(STALL_MIN_US / max(1, calls_per_sample), fastest_us)
+    excess = [t - fastest_us for t in samples if t - fastest_us >= least]
     if not samples or len(excess) < STALL_SHARE * len(samples):
         return ""
     return (f"{len(excess)} of {len(samples)} calls stalled: +{statistics.median(excess) / 1e3:.1f}"
@@ -238,7 +245,7 @@ def _fastest_calls(slots: list[Slot]) -> dict[str, float]:
 
 def _stalled_round(group: list[Slot], fastest: dict[str, float]) -> str:
     """Stalls in every variant's share of the round: the machine's ("" otherwise)."""
-    reasons = [stall(s.samples_us, fastest[s.variant]) for s in group]
+    reasons = [stall(s.samples_us, fastest[s.variant], s.calls_per_sample) for s in group]
     if not group or not all(reasons):
         return ""
     return reasons[0] if len(group) == 1 else f"every variant's calls stalled ({reasons[0]})"

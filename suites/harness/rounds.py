@@ -38,12 +38,25 @@ class Contender:
     call: Call
     scope: Callable[[], ContextManager] = contextlib.nullcontext
     failed: str = ""          # the error of a call that raised during the rounds
+    kernel_failed: str = ""   # CUDA: the error of a kernel share (its latency figures stand)
     last_median_us: float = 0.0
 
 
 def rotated(items: list, r: int) -> list:
     k = r % len(items) if items else 0
     return items[k:] + items[:k]
+
+
+def _kernel_share(c: Contender, budget, flush, on_error):
+    """The share's calls queued back to back, or None once they have raised: the variant keeps
+    its latency figures and the row says why it has no kernel time."""
+    if c.kernel_failed:
+        return None
+    try:
+        return timing.kernel_share(c.call, budget, flush)
+    except Exception as exc:
+        c.kernel_failed = on_error(exc)
+        return None
 
 
 def time_rounds(contenders: list[Contender], spec: TimingSpec, device_type: str,
@@ -68,8 +81,8 @@ def time_rounds(contenders: list[Contender], spec: TimingSpec, device_type: str,
                 with c.scope():
                     meter.start()
                     latency = timing.sample_calls(c.call, device_type, spec, warmup, budget, flush)
-                    kernel = (timing.kernel_share(c.call, budget, flush)
-                              if device_type == "cuda" else None)
+                    kernel = _kernel_share(c, budget, flush, on_error) \
+                        if device_type == "cuda" else None
                     load = meter.stop()
             except Exception as exc:  # the sweep goes on; the runner makes it a failed row
                 c.failed = on_error(exc)

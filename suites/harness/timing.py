@@ -67,8 +67,7 @@ def summarize(slots, cache: str = "n/a", rounds: int = 1, rounds_dropped: int = 
     the median, p10, p90, min, spread and slow samples of all their samples. `rounds` clean
     rounds; `rounds_dropped` more were not used."""
     samples_us = [t for s in slots for t in s.samples_us]
-    mean, low, high = mean_interval([s.mean_us for s in slots],
-                                    floor=max(s.resolution_us for s in slots))
+    mean, low, high = mean_interval([s.mean_us for s in slots], floor=clock_floor(slots))
     t = torch.tensor(samples_us, dtype=torch.float64)
     median, p25, p75 = (float(t.quantile(q)) for q in (0.5, 0.25, 0.75))
     faults = [s.faults_per_call for s in slots if s.faults_per_call is not None]
@@ -91,12 +90,22 @@ def _states(figures: list[float]) -> dict:
     return {"slow_state_rounds": states.slow_rounds, "slow_state_factor": states.factor}
 
 
+def clock_floor(slots, kernel: bool = False) -> float:
+    """The narrowest half-width, us, the clock allows a mean over these shares' calls: each call
+    is read to within a step at a random phase, so the error of a mean over N of them is about
+    a step over sqrt(N). Never 0 (rounds that all read the same grid value know the time only
+    to that), and never the width of a step itself (which would hide a real 1% difference)."""
+    step = max((s.kernel_resolution_us if kernel else s.resolution_us) for s in slots)
+    calls = sum(s.kernel_calls() if kernel else s.latency_calls() for s in slots)
+    return step / math.sqrt(max(1, calls))
+
+
 def kernel_summary(slots) -> tuple[float, float, float]:
     """CUDA: (kernel_us, low, high) from the shares' kernel figures (NaN where none has one)."""
-    figures = [s.kernel_mean_us for s in slots if s.kernel_mean_us is not None]
+    figures = [s.kernel_mean_us for s in slots if s.kernel_mean_us]  # 0: nothing on the stream
     if not figures:
         return NAN, NAN, NAN
-    return mean_interval(figures, floor=max(s.kernel_resolution_us for s in slots))
+    return mean_interval(figures, floor=clock_floor(slots, kernel=True))
 
 
 def sync(device_type: str) -> None:
@@ -157,9 +166,8 @@ def sample_count(budget: Budget, per_call_us: float) -> int:
 
 @dataclass(frozen=True)
 class Samples:
-    """One share's samples, microseconds per call: each the mean of `calls` calls, read by a
-    clock whose step, spread over those calls, is `resolution_us` (suites/harness/event_clock.py):
-    nothing closer than that can be told apart."""
+    """One share's samples, microseconds per call: each the mean of `calls` calls, each call
+    read by a clock of step `resolution_us` (suites/harness/event_clock.py)."""
 
     times_us: list[float]
     calls: int = 1
@@ -174,14 +182,15 @@ def blocks(per_call_us: list[float], calls: int) -> list[float]:
 
 
 def _cuda_samples(call, budget: Budget, flush, drain: bool = True) -> Samples:
-    """A per-call time from a few calls sizes the samples: each covers enough calls to span
-    SPAN_STEPS steps of the event clock, and there are as many as the budget holds."""
+    """A per-call time from a few calls sizes the share: as many calls as the budget holds
+    (within its bounds, counted in calls: each pays an untimed flush and sync besides), taken
+    in samples that each cover enough calls to span SPAN_STEPS steps of the event clock."""
     probe = sorted(_cuda_batch(call, 3, flush, drain))[1]
     step = event_resolution_us(torch.cuda.current_device())
     calls = calls_per_sample(probe, step)
-    count = sample_count(budget, probe * calls)
+    count = max(budget.min_samples, sample_count(budget, probe) // calls)
     per_call = _cuda_batch(call, count * calls, flush, drain)
-    return Samples(blocks(per_call, calls), calls, step / calls)
+    return Samples(blocks(per_call, calls), calls, step)
 
 
 def _cuda_batch(call, n: int, flush, drain: bool = True) -> list[float]:

@@ -74,15 +74,18 @@ def _share() -> timing.Budget:
 
 
 def kernel_rounds(calls: dict, flush) -> dict[str, list[float]]:
-    """name -> its kernel figure (us per call) in each of ROUNDS rounds, the calls of `calls`
-    timed in an order rotated from round to round."""
+    """name -> its kernel figure (us per call) in each of ROUNDS rounds: `calls` maps a name to
+    (its call, its variant), each timed in its own variant's scope (an SDPA backend pinned),
+    in an order rotated from round to round."""
     figures: dict[str, list[float]] = {name: [] for name in calls}
     names = list(calls)
     for r in range(ROUNDS):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            calls[name]()  # the other's data and code are in the caches: one untimed call
-            figures[name].append(statistics.fmean(
-                timing.kernel_share(calls[name], _share(), flush).times_us))
+            call, variant = calls[name]
+            with pass_scope(variant):
+                call()  # the other's data and code are in the caches: one untimed call
+                figures[name].append(statistics.fmean(
+                    timing.kernel_share(call, _share(), flush).times_us))
     return figures
 
 
@@ -103,15 +106,16 @@ def _measure(bench: Bench, case: Case, inputs, name: str, flush, library: dict |
         call = variant.prepare(case, inputs)
         out = call()  # compile, autotune
         timing.sync(case.device_type)
-        if library is None:
-            row = {"variant": name, **_timed(kernel_rounds({name: call}, flush)[name])}
-        else:
-            figures = kernel_rounds({bench.library: library["call"], name: call}, flush)
-            paired = paired_speedup(dict(enumerate(figures[bench.library])),
-                                    dict(enumerate(figures[name])))
-            # > 1: Triton is faster; its interval paired per round
-            row = {"variant": name, **_timed(figures[name]), "ratio": paired.speedup,
-                   "ratio_low": paired.low, "ratio_high": paired.high}
+    if library is None:  # its own rounds; a Triton variant's ratio pairs it again, per round
+        row = {"variant": name, **_timed(kernel_rounds({name: (call, variant)}, flush)[name])}
+    else:
+        figures = kernel_rounds({bench.library: (library["call"], library["variant"]),
+                                 name: (call, variant)}, flush)
+        paired = paired_speedup(dict(enumerate(figures[bench.library])),
+                                dict(enumerate(figures[name])))
+        # > 1: Triton is faster; its interval paired per round
+        row = {"variant": name, **_timed(figures[name]), "ratio": paired.speedup,
+               "ratio_low": paired.low, "ratio_high": paired.high}
     row["tflops"] = op.flops(case) / row["kernel_us"] / 1e6
     if library is not None:
         check = compare(out, library["out"].double(), case.dtype, None)
@@ -153,7 +157,8 @@ def _work(bench: Bench, name: str, state: dict, device: str, flush):
     row, out, call = _measure(bench, state["case"], state["inputs"], name, flush,
                               None if is_library else state["library"])
     if is_library and "kernel_us" in row:
-        state["library"] = {"call": call, "out": out}
+        state["library"] = {"call": call, "out": out,
+                            "variant": registry.get_variant(bench.op, name)}
     elif "ratio" in row and row.get("status", "ok") == "ok":
         state.setdefault("ratios", {})[name] = (row["ratio"], row["ratio_low"], row["ratio_high"])
     return row

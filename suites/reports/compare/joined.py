@@ -17,6 +17,7 @@ from suites.reports.compare.drift import Drift, drifts
 from suites.reports.compare.loading import Side, shared_figure
 from suites.reports.kit.change import Change
 from suites.results.columns import KEY, Status
+from suites.harness.two_states import two_states
 from suites.results.intervals import run_ratio
 
 COLUMNS = ["suite", "case_id", "variant", "dtype", "a_us", "b_us", "ratio",
@@ -77,8 +78,25 @@ def _status_note(label: str, row) -> str:
     return f"{label} {row['status']}" + (f": {reason}" if reason else "")
 
 
+def _two_states(a_rounds, b_rounds) -> str:
+    """The sides whose clean round figures show two states of the variant's own (as the
+    two_states finding reads them; from the rounds, so an older run is read alike), in words
+    ("" when neither does)."""
+    parts = []
+    for label, figures in (("A", a_rounds), ("B", b_rounds)):
+        states = two_states(list(figures))
+        if states is not None:
+            parts.append(f"{label}: {states.slow_rounds} of {states.rounds} rounds "
+                         f"{states.factor:.2f}x slower")
+    return "; ".join(parts)
+
+
 def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
-    """Fill ratio, CI, verdict and note for a row that is ok on both sides."""
+    """Fill ratio, CI, verdict and note for a row that is ok on both sides. A variant in two
+    states of its own on either side is never called faster or slower: its runs mix the states
+    differently (eager LayerNorm at T8192 here: 19-28k us or 63-104k us a round by its page
+    faults, mostly slow in one run and mostly fast in the next), and the drift model, which is
+    the machine's, cannot tell that from a change of the code."""
     if min(out["n_a"], out["n_b"]) < rule.min_rounds:
         # Still show the ratio of the rows' recorded times: useful, just not a decision.
         a, b = out["a_us"], out["b_us"]
@@ -92,6 +110,12 @@ def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
     out.update(ratio=r.ratio, ci_low=r.low, ci_high=r.high, eq_low=r.eq_low, eq_high=r.eq_high,
                mde=r.mde, verdict=str(cls),
                note=decision.note(r, rule.floor, cls, aa_control=drift.from_aa_control))
+    states = _two_states(a_rounds, b_rounds)
+    if states and cls in (Change.FASTER, Change.SLOWER):
+        out.update(verdict=str(Change.INCONCLUSIVE),
+                   note=f"would read {cls}, but the variant runs in two states of its own "
+                        f"({states}): the runs mix them differently, which is not a change of "
+                        "the code; the two_states finding says more")
 
 
 def _pair(key: tuple, a, b, a_rounds, b_rounds, rule: Rule, drift: Drift,
