@@ -71,8 +71,10 @@ def _results(rows=CASES, variants=("eager", "addmm", "compile"), gpu=False) -> p
                 "gbps": 4.007, "pct_peak": 85.52, "bytes_moved": 3 * 4 * n * n if j == 0 else
                 math.nan, "first_call_ms": 181.2, "scaled_err": 3.972e-7,
                 "trace": f"traces/{case}__{variant}.json.gz", "peak_mem_mb": 12.5 * i,
-                **({"kernel_us": median * 0.8, "kernel_speedup": 1.04, "launch_api_us": 5.21,
-                    "backend": "flash"} if gpu else {})})
+                **({"kernel_us": median * 0.8, "kernel_low_us": median * 0.79,
+                    "kernel_high_us": median * 0.81, "kernel_speedup": 1.04,
+                    "kernel_speedup_low": 1.031, "kernel_speedup_high": 1.052,
+                    "launch_api_us": 5.21, "backend": "flash"} if gpu else {})})
     return pd.DataFrame(out).reindex(columns=[*RESULT_COLUMNS, "status"])
 
 
@@ -88,7 +90,7 @@ def test_results_table_sorts_sticks_folds_spreads_and_shortens_case_ids():
     assert 'class="tw"' in markup  # its own scroll box, never the page's
     head = markup.split("</thead>")[0]
     # Each interval folded under its figure: us/call's and the speedup's.
-    assert head.count("95% interval") == 2 and "us/call low" not in head
+    assert head.count("95% CI") == 2 and "us/call low" not in head
     assert "speedup low" not in head
     assert "launch us" not in head and "SDPA backend" not in head  # empty on a CPU: left out
     assert "M\u00b7N\u00b7K" in head

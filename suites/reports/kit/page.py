@@ -30,11 +30,11 @@ dt{font-weight:600}dd{margin:0 0 .4em 1.2em}
 
 # A measurement shown with its spread on a second line, the spread's columns then not shown on
 # their own: column -> (low column, high column, what the pair is).
-RANGES = {"mean_us": ("mean_low_us", "mean_high_us", "95% interval"),
+RANGES = {"mean_us": ("mean_low_us", "mean_high_us", "95% CI"),
           "median_us": ("p10_us", "p90_us", "p10\u2013p90"),
-          "speedup": ("speedup_low", "speedup_high", "95% interval"),
-          "kernel_us": ("kernel_low_us", "kernel_high_us", "95% interval"),
-          "kernel_speedup": ("kernel_speedup_low", "kernel_speedup_high", "95% interval")}
+          "speedup": ("speedup_low", "speedup_high", "95% CI"),
+          "kernel_us": ("kernel_low_us", "kernel_high_us", "95% CI"),
+          "kernel_speedup": ("kernel_speedup_low", "kernel_speedup_high", "95% CI")}
 TRACE_SUFFIXES = (".json.gz", ".json", ".pftrace", ".perfetto-trace")
 # Only the script's own hooks switch the script on (page()); as markup, with '<' and '"' that an
 # escaped text cell cannot hold.

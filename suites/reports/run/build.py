@@ -27,13 +27,14 @@ from suites.results.columns import AA_CONTROL, KEY, Status, headers
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.results.tables import MEASUREMENTS_CSV
 
-# median us (with p10-p90), rounds, GB/s, the modelled bytes and the profile's device ratio
-# (its finding says when it disagrees) stay in measurements.csv: the table must fit 1400 px
-# with the GPU-only columns (kernel us, kernel speedup, launch us, SDPA backend) filled
-# (tests/test_report_page.py).
+# median us (with p10-p90), rounds, GB/s, the modelled bytes, the profile's device us and its
+# device ratio (findings say when they disagree with the timing) stay in measurements.csv: the
+# table must fit 1400 px with the GPU-only columns (kernel us and kernel speedup with their
+# intervals, launch us, SDPA backend) filled (tests/test_report_page.py).
 RESULT_COLUMNS = headers([
     "case_id", "variant", "mean_us", "mean_low_us", "mean_high_us", "speedup", "speedup_low",
-    "speedup_high", "kernel_us", "kernel_speedup", "host_us", "device_us",
+    "speedup_high", "kernel_us", "kernel_low_us", "kernel_high_us", "kernel_speedup",
+    "kernel_speedup_low", "kernel_speedup_high", "host_us",
     "exposed_overhead_us", "n_kernels", "launch_api_us", "tflops", "pct_peak", "peak_mem_mb",
     "backend", "first_call_ms", "scaled_err", "trace"])
 NOT_RUN_COLUMNS = headers(["case_id", "variant", "status", "reason"])
