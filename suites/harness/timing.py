@@ -1,5 +1,6 @@
-"""The timing pass: warm-up, then one sample per call until the budget and the minimum count are
-met. Never run under the profiler. Raw samples are kept; the summary is the time per call (the
+"""The timing pass: warm-up, then samples until the budget and the minimum count are met (on a
+CPU one call a sample; on CUDA a block of calls spanning 200 steps of the event clock, each call
+in its own event pair). Never run under the profiler. Raw samples are kept; the summary is the time per call (the
 mean: what a caller pays) with its interval, and beside it median, p10, p90, min.
 
 The runner splits a case's budget into rounds (suites/harness/rounds.py): each round times every
@@ -159,7 +160,8 @@ def l2_flusher(spec: TimingSpec, device_type: str):
 
 
 def sample_count(budget: Budget, per_call_us: float) -> int:
-    """As many samples as `budget` holds at `per_call_us` each, within its sample bounds."""
+    """As many samples as `budget` holds at `per_call_us` each, within its sample bounds
+    (`_cuda_samples` counts a CUDA share's calls by it)."""
     per_call_s = max(per_call_us, 1.0) / 1e6
     return int(min(budget.max_samples, max(budget.min_samples, budget.seconds / per_call_s)))
 
