@@ -1,8 +1,10 @@
 """Kernel time beside latency: the kernel pass, throughput against kernel time on a GPU, the
 kernel speedup and the finding when it and the speedup disagree. The CUDA event code itself
 runs only on a GPU (tests/test_gpu.py); here its samples are stood in for."""
+import contextlib
 import math
 import os
+import time
 from dataclasses import replace
 
 import pytest
@@ -232,3 +234,53 @@ def test_a_cuda_run_keeps_cupti_between_profiler_sessions(monkeypatch):
     monkeypatch.setenv("TEARDOWN_CUPTI", "1")  # a user's own setting wins
     keep_cupti_between_sessions("cuda")
     assert os.environ["TEARDOWN_CUPTI"] == "1"
+
+
+class _GridEvent:
+    """A stand-in CUDA event on a CPU: records perf_counter on a 0.5 us grid (as CUDA's event
+    clock reads), elapsed_time in milliseconds as torch's does."""
+    STEP_S = 0.5e-6
+
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self):
+        self.t = math.floor(time.perf_counter() / self.STEP_S) * self.STEP_S
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+def _spin(us: float):
+    deadline = time.perf_counter() + us / 1e6
+    while time.perf_counter() < deadline:
+        pass
+
+
+def test_the_cuda_path_end_to_end_on_a_grid_clock(monkeypatch):
+    """The CUDA sampling code itself (event clock step, blocks of calls, kernel share), run on a
+    CPU with events that read a 0.5 us grid: the step is found, a 6 us call is read in blocks
+    spanning 200 steps, and its figure is not stuck on the grid."""
+    from suites.harness import event_clock
+
+    cuda = timing.torch.cuda
+    monkeypatch.setattr(cuda, "Event", _GridEvent)
+    monkeypatch.setattr(cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(cuda, "_sleep", lambda cycles: _spin(cycles / 1e3))  # 1 GHz
+    monkeypatch.setattr(cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(cuda, "device", lambda index: contextlib.nullcontext())
+    event_clock.event_resolution_us.cache_clear()
+    try:
+        assert event_clock.event_resolution_us(0) == pytest.approx(0.5)
+        budget = timing.Budget(0.01, 2, 400)
+        latency = timing._cuda_samples(lambda: _spin(6.0), budget, None)
+        kernel = timing.kernel_share(lambda: _spin(6.0), budget, None)
+    finally:
+        event_clock.event_resolution_us.cache_clear()
+    for share in (latency, kernel):
+        assert share.resolution_us == pytest.approx(0.5)
+        assert share.calls * 6.0 >= 0.8 * event_clock.SPAN_STEPS * 0.5  # ~17 calls a sample
+        assert share.calls * len(share.times_us) <= 400 + share.calls  # sized in calls
+        figure = sum(share.times_us) / len(share.times_us)
+        assert 5.5 < figure < 12.0  # the spin, plus a little loop overhead
+        assert any(t % 0.5 > 1e-9 for t in share.times_us)  # averaged off the grid
