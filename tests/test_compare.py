@@ -300,6 +300,29 @@ def test_settings_the_runs_do_not_share_are_warned_of_first(tmp_path, capsys):
         "warning: A and B differ in timing.rounds: A 5, B 10"]
 
 
+def test_a_run_beside_other_work_is_named_in_the_warnings_and_the_banner(tmp_path, capsys):
+    """Two A/A runs of suite=linear here came 2x apart on a 20 us call: one ran while another
+    process kept the core the timing leaves free busy (1.0 core on average), within what the
+    rounds allow. compare names it, and so does the run's banner."""
+    from suites.reports.kit.banner import banner_lines
+
+    rows = [("M64", "eager", "ok", "", 100.0)]
+    a = write_run(tmp_path / "a", rows)
+    b = write_run(tmp_path / "b", rows, seed=1)
+    for folder, others in ((a, 0.07), (b, 0.99)):
+        env = json.loads((folder / "env.json").read_text())
+        env["rounds"] = {"shares": 5, "states": {"clean": 5}, "others_cores_mean": others}
+        (folder / "env.json").write_text(json.dumps(env))
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    assert ("warning: A and B differ in other work during the rounds: A quiet, B 1.0 cores busy "
+            "on average") in capsys.readouterr().out
+    quiet, busy = (json.loads((f / "env.json").read_text()) for f in (a, b))
+    frame = pd.DataFrame({"status": ["ok"], "reason": [""]})
+    assert banner_lines([quiet], frame) == []
+    said = banner_lines([busy], frame)
+    assert len(said) == 1 and said[0].startswith("other processes kept 1.0 cores busy on average")
+
+
 def test_runs_on_different_kinds_of_device_are_refused(tmp_path, capsys):
     rows = [("M64", "eager", "ok", "", 100.0)]
     a = write_run(tmp_path / "a", rows, device="cpu")

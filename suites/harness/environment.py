@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -110,9 +111,14 @@ def rounds_summary(rounds: list[dict], outcomes) -> dict:
     states: dict[str, int] = {}
     for r in rounds:
         states[r["state"]] = states.get(r["state"], 0) + 1
+    others = [r["others_cores"] for r in rounds if r.get("others_cores") is not None]
     return {
         "shares": len(rounds),  # one per variant per round
         "states": states,
         "remeasured_cases": [o.case.id for o in outcomes if o.remeasured],
         "noisy_rows": sum(1 for o in outcomes for row in o.rows if row.status == "noisy"),
+        # Cores other processes kept busy while the rounds ran, on average over the shares: a
+        # neighbour on the core the timing leaves free is not contention by the rounds' rule,
+        # yet it slowed a 20 us call 2x here (two A/A runs of suite=linear).
+        "others_cores_mean": round(statistics.fmean(others), 2) if others else None,
     }

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from suites.common.errors import InputError
+from suites.reports.kit.banner import BUSY_NEIGHBOURS, state_line
 from suites.results.columns import AA_CONTROL, KEY
 from suites.results.tables import MEASUREMENTS_CSV
-from suites.reports.kit.banner import state_line
 from suites.results.reader import RunFolder, read_run
 from suites.results.run_folders import find_runs, sweep_problems
 
@@ -143,6 +143,10 @@ def _settings(run: RunFolder) -> dict[str, str]:
                 "threads": env.get("threads"), "torch": env.get("torch"),
                 "timing preset": timing.get("preset") or env.get("timing", {}).get("preset")}
     settings.update({f"timing.{k}": v for k, v in timing.items() if k not in UNTIMED})
+    others = (env.get("rounds") or {}).get("others_cores_mean")
+    if others is not None:  # a neighbour on the free core slows calls unseen by the rounds
+        settings["other work during the rounds"] = (
+            "quiet" if others < BUSY_NEIGHBOURS else f"{others:.1f} cores busy on average")
     return {k: str(v) for k, v in settings.items() if v not in (None, "")}
 
 

@@ -32,6 +32,22 @@ def rounds_line(summary: dict | None) -> str | None:
     return text + "."
 
 
+# Other processes' cores, on average over a run's timing shares, from which the banner says so.
+BUSY_NEIGHBOURS = 0.5
+
+
+def neighbours_line(summary: dict | None) -> str | None:
+    """`other processes kept 1.1 cores busy on average while the rounds ran ...`, or None."""
+    others = (summary or {}).get("others_cores_mean")
+    if others is None or others < BUSY_NEIGHBOURS:
+        return None
+    return (f"other processes kept {others:.1f} cores busy on average while the rounds ran: "
+            "within what the rounds allow (the core the timing leaves free), but a neighbour "
+            "there can still slow the timed calls (two runs of suite=linear on a 2-core VM came "
+            "2x apart on a 20 us call that way); compare this run with one from a quiet machine "
+            "with care.")
+
+
 def state_line(folder, state: dict | None) -> str | None:
     """`run X is incomplete: interrupted (SIGINT after 12 of 32 rows)`; None when complete, or
     when there is no run.json to say (the reader's problems name that)."""
@@ -54,6 +70,8 @@ def banner_lines(envs: list[dict], frame: pd.DataFrame, states=()) -> list[str]:
     lines = [line for folder, state in states if (line := state_line(folder, state))]
     lines += list(dict.fromkeys(e["warning"] for e in envs if e.get("warning")))
     lines += list(dict.fromkeys(line for e in envs if (line := rounds_line(e.get("rounds")))))
+    lines += list(dict.fromkeys(line for e in envs
+                                if (line := neighbours_line(e.get("rounds")))))
     noisy = frame[frame["status"] == Status.NOISY]
     if len(noisy):
         lines.append(f"{len(noisy)} row(s) are noisy: too few clean timing rounds, so they are not "
