@@ -68,3 +68,24 @@ def test_a_call_that_is_mostly_exposed_overhead_is_overhead_bound():
                device_us=29_000.0, host_us=29_500.0)
     derive(big, PEAKS)
     assert big.roofline.roofline_bound == "compute"
+
+
+def test_a_half_types_peak_is_at_least_float32s(monkeypatch):
+    """A CPU without bf16 instructions computes bf16 kernels in fp32: the bf16 GEMM probe read
+    1.2-9 GFLOP/s while bf16 flash attention ran at 37, so the bf16 roof is fp32's at least."""
+    from suites.harness import calibration
+
+    probed = []
+
+    def probe(device, dtype, repeats=3):
+        probed.append(dtype)
+        return {"float32": 0.09, "bfloat16": 0.009, "float16": 0.5}[dtype]
+
+    monkeypatch.setattr(calibration, "peak_matmul_tflops", probe)
+    assert calibration.matmul_peaks("cpu", ["float32", "bfloat16"]) == {
+        "float32": 0.09, "bfloat16": 0.09}
+    probed.clear()
+    assert calibration.matmul_peaks("cpu", ["bfloat16", "float16"]) == {
+        "bfloat16": 0.09, "float16": 0.5}
+    assert probed == ["bfloat16", "float16", "float32"]  # fp32 probed for the bound
+    assert calibration.matmul_peaks("cpu", ["float32"]) == {"float32": 0.09}
