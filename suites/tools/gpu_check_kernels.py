@@ -17,6 +17,7 @@ met by the best Triton variant of the bench.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -73,25 +74,39 @@ def _share() -> timing.Budget:
                          max(1, SAMPLES[1] // ROUNDS))
 
 
-def kernel_rounds(calls: dict, flush) -> dict[str, list[float]]:
-    """name -> its kernel figure (us per call) in each of ROUNDS rounds: `calls` maps a name to
-    (its call, its variant), each timed in its own variant's scope (an SDPA backend pinned),
-    in an order rotated from round to round."""
-    figures: dict[str, list[float]] = {name: [] for name in calls}
+@dataclass
+class Timed:
+    """One variant's kernel figures over the rounds, and the clock's floor on their mean (a
+    step over sqrt(calls): no interval of zero width)."""
+    figures: list[float]
+    step_us: float = 0.0
+    calls: int = 0
+
+    def floor(self) -> float:
+        return self.step_us / math.sqrt(max(1, self.calls))
+
+    def row(self) -> dict:
+        mean, low, high = mean_interval(self.figures, floor=self.floor())
+        return {"kernel_us": mean, "kernel_low_us": low, "kernel_high_us": high}
+
+
+def kernel_rounds(calls: dict, flush) -> dict[str, Timed]:
+    """name -> its kernel figures (us per call), one in each of ROUNDS rounds: `calls` maps a
+    name to (its call, its variant), each timed in its own variant's scope (an SDPA backend
+    pinned), in an order rotated from round to round."""
+    timed = {name: Timed([]) for name in calls}
     names = list(calls)
     for r in range(ROUNDS):
         for name in names[r % len(names):] + names[:r % len(names)]:
             call, variant = calls[name]
             with pass_scope(variant):
                 call()  # the other's data and code are in the caches: one untimed call
-                figures[name].append(statistics.fmean(
-                    timing.kernel_share(call, _share(), flush).times_us))
-    return figures
-
-
-def _timed(figures: list[float]) -> dict:
-    mean, low, high = mean_interval(figures)
-    return {"kernel_us": mean, "kernel_low_us": low, "kernel_high_us": high}
+                share = timing.kernel_share(call, _share(), flush)
+            mine = timed[name]
+            mine.figures.append(statistics.fmean(share.times_us))
+            mine.step_us = max(mine.step_us, share.resolution_us)
+            mine.calls += len(share.times_us) * share.calls
+    return timed
 
 
 def _measure(bench: Bench, case: Case, inputs, name: str, flush, library: dict | None):
@@ -107,14 +122,17 @@ def _measure(bench: Bench, case: Case, inputs, name: str, flush, library: dict |
         out = call()  # compile, autotune
         timing.sync(case.device_type)
     if library is None:  # its own rounds; a Triton variant's ratio pairs it again, per round
-        row = {"variant": name, **_timed(kernel_rounds({name: (call, variant)}, flush)[name])}
+        row = {"variant": name, **kernel_rounds({name: (call, variant)}, flush)[name].row()}
     else:
-        figures = kernel_rounds({bench.library: (library["call"], library["variant"]),
-                                 name: (call, variant)}, flush)
-        paired = paired_speedup(dict(enumerate(figures[bench.library])),
-                                dict(enumerate(figures[name])))
+        timed = kernel_rounds({bench.library: (library["call"], library["variant"]),
+                               name: (call, variant)}, flush)
+        lib, mine = timed[bench.library], timed[name]
+        floor = sum(t.floor() / statistics.fmean(t.figures) for t in (lib, mine)
+                    if statistics.fmean(t.figures) > 0)
+        paired = paired_speedup(dict(enumerate(lib.figures)), dict(enumerate(mine.figures)),
+                                floor)
         # > 1: Triton is faster; its interval paired per round
-        row = {"variant": name, **_timed(figures[name]), "ratio": paired.speedup,
+        row = {"variant": name, **mine.row(), "ratio": paired.speedup,
                "ratio_low": paired.low, "ratio_high": paired.high}
     row["tflops"] = op.flops(case) / row["kernel_us"] / 1e6
     if library is not None:
