@@ -26,6 +26,10 @@ def _fastest(rows: pd.DataFrame) -> str:
     best = ok.loc[ok["mean_us"].idxmin()]
     if pd.isna(best.get("speedup")):  # no ok baseline, or no round both were clean in
         return f"fastest: {best['variant']} at {plain(best['mean_us'], 4)} us (no paired speedup)"
+    if best.get("speedup_low") == best.get("speedup_high") == best["speedup"] == 1:
+        # The baseline against itself: no interval to give (its 1-1 is no measurement).
+        return (f"fastest: {best['variant']} at {plain(best['mean_us'], 4)} us, the baseline "
+                "(no other variant was faster per call)")
     interval = ("" if pd.isna(best.get("speedup_low")) else
                 f", 95% interval {span(best['speedup_low'], best['speedup_high'])}")
     return (f"fastest: {best['variant']} at {plain(best['mean_us'], 4)} us "
