@@ -13,6 +13,7 @@ from kernels import registry
 from kernels.base import Case
 from suites.traces.findings.measured import row_findings
 from suites.harness import timing
+from suites.harness.contention import RoundLoad
 from suites.harness.case_run import CaseOutcome, measure
 from suites.harness.derived import derive, new_row
 from suites.harness.variant_passes import Prepared
@@ -47,6 +48,16 @@ def _fake_cuda(monkeypatch, latency: dict, kernel: dict, seen: list):
     monkeypatch.setattr(timing, "l2_flusher", lambda spec, device: None)
 
 
+class _Quiet:
+    """A load meter that sees an idle machine."""
+
+    def start(self):
+        pass
+
+    def stop(self):
+        return RoundLoad(0.1, 0.0, 0.0)
+
+
 def _named(name):
     def call():
         return None
@@ -57,7 +68,6 @@ def _named(name):
 def test_kernel_time_is_measured_in_the_rounds_paired_and_with_an_interval(tmp_path,
                                                                           monkeypatch):
     from suites.harness.case_run import finish
-    from suites.harness.contention import RoundLoad
     from suites.harness.rounds import time_rounds
 
     seen = []
@@ -65,17 +75,10 @@ def test_kernel_time_is_measured_in_the_rounds_paired_and_with_an_interval(tmp_p
     _fake_cuda(monkeypatch, latency={"eager": [130.0, 131.0, 129.0], "addmm": [120.0, 121.0]},
                kernel={"eager": [100.0], "addmm": [80.0]}, seen=seen)
 
-    class Quiet:
-        def start(self):
-            pass
-
-        def stop(self):
-            return RoundLoad(0.1, 0.0, 0.0)
-
     spec = run_spec(tmp_path, CASE)
     spec = replace(spec, timing=replace(spec.timing, rounds=4))
     prepared = [_prepared("eager", _named("eager")), _prepared("addmm", _named("addmm"))]
-    slots = time_rounds([p.contender for p in prepared], spec.timing, "cuda", Quiet())
+    slots = time_rounds([p.contender for p in prepared], spec.timing, "cuda", _Quiet())
     assert len(slots) == 2 * spec.timing.rounds
     budget = spec.timing.per_round()  # the share is split: half latency, half kernel time
     assert {b.seconds for _, b in seen} == {budget.seconds / 2}
@@ -96,7 +99,6 @@ def test_kernel_time_is_measured_in_the_rounds_paired_and_with_an_interval(tmp_p
 
 def test_a_kernel_share_that_raises_keeps_the_latency_and_says_why(tmp_path, monkeypatch):
     from suites.harness.case_run import _kernel_notes
-    from suites.harness.contention import RoundLoad
     from suites.harness.rounds import time_rounds
 
     kernel_calls = []
@@ -109,17 +111,10 @@ def test_a_kernel_share_that_raises_keeps_the_latency_and_says_why(tmp_path, mon
     monkeypatch.setattr(timing, "kernel_share", broken)
     monkeypatch.setattr(timing, "l2_flusher", lambda spec, device: None)
 
-    class Quiet:
-        def start(self):
-            pass
-
-        def stop(self):
-            return RoundLoad(0.1, 0.0, 0.0)
-
     spec = run_spec(tmp_path, CASE)
     spec = replace(spec, timing=replace(spec.timing, rounds=3))
     prepared = _prepared("eager")
-    slots = time_rounds([prepared.contender], spec.timing, "cuda", Quiet(), on_error=str)
+    slots = time_rounds([prepared.contender], spec.timing, "cuda", _Quiet(), on_error=str)
     assert len(slots) == 3 and all(s.kernel_mean_us is None for s in slots)
     assert kernel_calls == [1]  # tried once, not again in the later rounds
     assert not prepared.contender.failed

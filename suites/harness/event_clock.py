@@ -58,6 +58,14 @@ def event_resolution_us(device_index: int = 0) -> float:
     return step
 
 
+def mean_floor(step_us: float, calls: int) -> float:
+    """The narrowest half-width, us, the clock allows a mean over `calls` calls: each is read to
+    within a step at a random phase, so the mean's error is about a step over sqrt(calls).
+    Never 0 (rounds that all read the same grid value know the time only to that), and never
+    a whole step (which would hide a real 1% difference)."""
+    return step_us / math.sqrt(max(1, calls))
+
+
 def calls_per_sample(per_call_us: float, resolution_us: float) -> int:
     """The fewest calls whose timed span is SPAN_STEPS clock steps or more (1 for a call that
     long by itself)."""

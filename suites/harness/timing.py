@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import torch
 
 from suites.harness.two_states import two_states
-from suites.harness.event_clock import CPU_RESOLUTION_US, calls_per_sample, event_resolution_us
+from suites.harness.event_clock import (CPU_RESOLUTION_US, calls_per_sample,
+                                        event_resolution_us, mean_floor)
 from suites.results.intervals import mean_interval
 from suites.results.row import NAN, TimingStats
 
@@ -92,13 +93,9 @@ def _states(figures: list[float]) -> dict:
 
 
 def clock_floor(slots, kernel: bool = False) -> float:
-    """The narrowest half-width, us, the clock allows a mean over these shares' calls: each call
-    is read to within a step at a random phase, so the error of a mean over N of them is about
-    a step over sqrt(N). Never 0 (rounds that all read the same grid value know the time only
-    to that), and never the width of a step itself (which would hide a real 1% difference)."""
+    """The clock's floor (event_clock.mean_floor) on a mean over these shares' calls."""
     step = max((s.kernel_resolution_us if kernel else s.resolution_us) for s in slots)
-    calls = sum(s.kernel_calls() if kernel else s.latency_calls() for s in slots)
-    return step / math.sqrt(max(1, calls))
+    return mean_floor(step, sum(s.kernel_calls() if kernel else s.latency_calls() for s in slots))
 
 
 def kernel_summary(slots) -> tuple[float, float, float]:

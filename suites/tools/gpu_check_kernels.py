@@ -17,7 +17,6 @@ met by the best Triton variant of the bench.
 """
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
@@ -28,6 +27,7 @@ from kernels.base import Case
 from suites.harness import timing
 from suites.common.numbers import span
 from suites.harness.correctness import compare
+from suites.harness.event_clock import mean_floor
 from suites.results.intervals import mean_interval, paired_speedup
 from suites.harness.variant_passes import pass_scope
 
@@ -83,7 +83,7 @@ class Timed:
     calls: int = 0
 
     def floor(self) -> float:
-        return self.step_us / math.sqrt(max(1, self.calls))
+        return mean_floor(self.step_us, self.calls)
 
     def row(self) -> dict:
         mean, low, high = mean_interval(self.figures, floor=self.floor())
