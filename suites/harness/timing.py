@@ -184,9 +184,12 @@ def _cuda_samples(call, budget: Budget, flush, drain: bool = True) -> Samples:
     """A per-call time from a few calls sizes the share: as many calls as the budget holds
     (within its bounds, counted in calls: each pays an untimed flush and sync besides), taken
     in samples that each cover enough calls to span SPAN_STEPS steps of the event clock."""
-    probe = sorted(_cuda_batch(call, 3, flush, drain))[1]
+    probes = sorted(_cuda_batch(call, 3, flush, drain))
+    probe = probes[1]
     step = event_resolution_us(torch.cuda.current_device())
-    calls = calls_per_sample(probe, step)
+    # Sized from the fastest probe: a probe call slowed by a neighbour would otherwise make
+    # every sample span fewer steps than SPAN_STEPS (the share's length uses the median).
+    calls = calls_per_sample(probes[0], step)
     count = max(budget.min_samples, sample_count(budget, probe) // calls)
     per_call = _cuda_batch(call, count * calls, flush, drain)
     return Samples(blocks(per_call, calls), calls, step)
