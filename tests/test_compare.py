@@ -1,6 +1,7 @@
 """python -m suites.compare: the round-level decision, the join of two run folders, the
 outputs, and one comparison of real runs of run_suite.py."""
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -68,6 +69,21 @@ def test_equivalent_needs_the_90_percent_interval_within_the_floor():
     assert change(wide, floor=FLOOR) == Change.INCONCLUSIVE
     said = note(wide, FLOOR, Change.INCONCLUSIVE)
     assert said.startswith(f"detectable: {wide.mde:.0%}; ") and "A/A control" in said
+
+
+def test_a_drift_read_from_few_cases_widens_the_interval_by_students_t():
+    """An A/A pair of this machine: the control read a 7.3% drift from 6 cases while the M512
+    case moved 15% as a whole and its compile row 37% (B/A 0.729). With the drift taken as known
+    the row is called faster; with its 6 degrees of freedom it is not, and a drift known from
+    hundreds of rows (math.inf) keeps the normal's width."""
+    a = [4602.0, 4580.0, 4630.0, 4611.0, 4595.0, 4620.0, 4607.0, 4590.0, 4615.0, 4600.0]
+    b = [v * 0.729 for v in a]
+    assert change(run_ratio(a, b, 0.073)) == Change.FASTER
+    loose = run_ratio(a, b, 0.073, drift_dof=6)
+    assert change(loose) == Change.INCONCLUSIVE and loose.dof < 8
+    known = run_ratio(a, b, 0.073, drift_dof=math.inf)
+    assert known.high == pytest.approx(run_ratio(a, b, 0.073).high)
+    assert loose.high > known.high and loose.mde > known.mde
 
 
 def test_the_spread_inside_a_round_does_not_decide():
@@ -234,11 +250,12 @@ def _with_offsets(rows, offsets):
 
 def test_drift_from_the_a_a_control_of_both_runs(tmp_path, capsys):
     """Both runs carry an A/A control: its copies land 2-4% off the baseline, within each run
-    and between the runs, so the drift is estimated from them (not the 12% default), and a 1.3x
-    change becomes visible."""
+    and between the runs, so the drift is estimated from them (not the 12% default), and a 1.5x
+    change becomes visible (the default hides it; read from 4 cases, the drift's estimate
+    is loose, and Student's t with 4 degrees of freedom would hide a 1.3x one)."""
     a_rows = _with_offsets(AA_ROWS, [1.04, 1 / 1.03, 1.02, 1 / 1.04])
-    # B slows addmm at M64 down 1.3x; the baseline and its copy are the same code in both runs.
-    b_rows = _with_offsets([(c, v, s, r, t * (1.3 if (c, v) == ("M64", "addmm") else 1.0))
+    # B slows addmm at M64 down 1.5x; the baseline and its copy are the same code in both runs.
+    b_rows = _with_offsets([(c, v, s, r, t * (1.5 if (c, v) == ("M64", "addmm") else 1.0))
                             for c, v, s, r, t in AA_ROWS], [1 / 1.02, 1.03, 1 / 1.04, 1.02])
     a = write_run(tmp_path / "a", a_rows, seed=1, spread=0.005)
     b = write_run(tmp_path / "b", b_rows, seed=2, spread=0.005)
@@ -261,11 +278,14 @@ def test_drift_from_the_a_a_control_of_both_runs(tmp_path, capsys):
     assert (got.drop(index=("M64", "addmm"))["verdict"] != "slower").all()
     stdout = capsys.readouterr().out
     assert f"drift: from the A/A control, 8 cases: {expected:.1%}" in stdout
+    assert "read from 4 cases, so intervals use Student's t with 4 degrees of freedom" in stdout
 
     plain = write_run(tmp_path / "plain", [r for r in b_rows if r[1] != "aa_control"], seed=3)
     assert main([str(a), str(plain), "--out", str(tmp_path / "out2")]) == 0
     assert f"drift: default {DRIFT_SD:.0%}: no A/A control (aa_control) in B" in \
         capsys.readouterr().out
+    hidden = pd.read_csv(tmp_path / "out2" / "compare.csv").set_index(["case_id", "variant"])
+    assert hidden.loc[("M64", "addmm"), "verdict"] == "inconclusive"  # the 12% default hides it
 
 
 def test_a_whole_run_moved_is_drift_the_control_shows_between_the_runs(tmp_path, capsys):

@@ -190,11 +190,14 @@ def welch_dof(parts: list[tuple[float, float]]) -> float:
     return total * total / spread if spread > 0 else math.inf
 
 
-def run_ratio(a_rounds, b_rounds, drift_sd: float) -> RunRatio:
+def run_ratio(a_rounds, b_rounds, drift_sd: float, drift_dof: float = math.inf) -> RunRatio:
     """The model of B/A from each side's clean round figures (at least 2 a side) and the drift
-    of one run (in logs): see the module's docstring."""
+    of one run (in logs): see the module's docstring. `drift_dof`: the degrees of freedom of
+    the drift's estimate (the cases of an A/A control it was read from; math.inf for a constant
+    measured over hundreds of rows): a drift read from 6 cases is itself uncertain, and the
+    interval widens by Student's t as it would for a variance read from 6 rounds."""
     (ma, va, na), (mb, vb, nb) = _log_mean_var(a_rounds), _log_mean_var(b_rounds)
-    parts = [(va / na, na - 1), (vb / nb, nb - 1), (2 * drift_sd**2, math.inf)]
+    parts = [(va / na, na - 1), (vb / nb, nb - 1), (2 * drift_sd**2, drift_dof)]
     se, round_se = math.sqrt(sum(var for var, _ in parts)), math.sqrt(va / na + vb / nb)
     diff = mb - ma
     if se == 0:  # identical rounds and no drift: nothing to scale an interval by

@@ -11,6 +11,7 @@ own code reads as drift there too, which makes compare more careful, never wrong
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from suites.common.errors import InputError
@@ -39,6 +40,10 @@ class Drift:
     sd: float
     reason: str  # said in the outputs: "from the A/A control, 12 cases: 1.8%"
     from_aa_control: bool = False
+    # The degrees of freedom of `sd` (run_ratio's drift_dof): the cases an A/A control read it
+    # from. With 6 cases the estimate is loose (an A/A pair here read 7.3% from 6 cases while
+    # one of them moved 16%), and the interval widens by Student's t as for a few rounds.
+    dof: float = math.inf
 
 
 def _aa_cases(facts: list[RunFacts]) -> list | None:
@@ -49,9 +54,10 @@ def _aa_cases(facts: list[RunFacts]) -> list | None:
 
 
 def suite_drift(a: list[RunFacts], b: list[RunFacts], given: float | None,
-                shift: float | None = None) -> Drift:
+                shift: tuple[float | None, int] | None = None) -> Drift:
     """The drift for one suite's rows: given, else from both sides' A/A control (within each run,
-    and `shift`: between the runs, the larger), else DRIFT_SD."""
+    and `shift`: between the runs (its drift and the cases it was read from), the larger), else
+    DRIFT_SD."""
     if given is not None:
         return Drift(given, f"given: {given:.1%}")
     cases_a, cases_b = _aa_cases(a), _aa_cases(b)
@@ -61,17 +67,21 @@ def suite_drift(a: list[RunFacts], b: list[RunFacts], given: float | None,
                                f"{' or '.join(lacking)}")
     within = aa_drift_sd(cases_a + cases_b)
     usable = sum(len(c) >= 2 for c in cases_a + cases_b)
-    if within is None or shift is None:
+    between, between_cases = shift if shift is not None else (None, 0)
+    if within is None or between is None:
         return Drift(DRIFT_SD, f"default {DRIFT_SD:.0%}: the A/A control has too few cases of 2 "
                                f"clean rounds or more ({usable} within the runs; "
                                f"{MIN_AA_CASES} needed, between the runs too)")
-    sd = max(within, shift)
+    sd, dof = max((within, usable), (between, between_cases))
     return Drift(sd, f"from the A/A control, {usable} cases: {sd:.1%} (between the runs "
-                     f"{shift:.1%}, within each {within:.1%})", from_aa_control=True)
+                     f"{between:.1%}, within each {within:.1%}; read from {dof} cases, so "
+                     f"intervals use Student's t with {dof} degrees of freedom for it)",
+                 from_aa_control=True, dof=dof)
 
 
-def _shifts(a: Side, b: Side) -> dict[str, float | None]:
-    """suite -> the drift the A/A control shows between the two runs (aa_shift_sd)."""
+def _shifts(a: Side, b: Side) -> dict[str, tuple[float | None, int]]:
+    """suite -> the drift the A/A control shows between the two runs (aa_shift_sd), and the
+    number of cases it was read from."""
     figure = shared_figure(a, b)
     ra, rb = a.rounds(figure), b.rounds(figure)
     pairs: dict[str, list] = {}
@@ -79,7 +89,8 @@ def _shifts(a: Side, b: Side) -> dict[str, float | None]:
         row = dict(zip(KEY, key))
         if row["variant"] == AA_CONTROL and key in rb:
             pairs.setdefault(row["suite"], []).append((rounds, rb[key]))
-    return {suite: aa_shift_sd(p) for suite, p in pairs.items()}
+    return {suite: (aa_shift_sd(p), sum(len(ra) >= 2 and len(rb) >= 2 for ra, rb in p))
+            for suite, p in pairs.items()}
 
 
 def _by_suite(side: Side) -> dict[str, list[RunFacts]]:

@@ -105,7 +105,7 @@ def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
         out["note"] = (f"too few rounds (A {out['n_a']}, B {out['n_b']}; {rule.min_rounds} clean "
                        "rounds a side needed): ratio of the rows' recorded times, no CI")
         return
-    r = run_ratio(a_rounds, b_rounds, drift.sd)
+    r = run_ratio(a_rounds, b_rounds, drift.sd, drift.dof)
     cls = decision.change(r, rule.floor)
     out.update(ratio=r.ratio, ci_low=r.low, ci_high=r.high, eq_low=r.eq_low, eq_high=r.eq_high,
                mde=r.mde, verdict=str(cls),
