@@ -13,19 +13,43 @@ from __future__ import annotations
 import time
 
 
+# A deadline for every case of this process (time.perf_counter's clock), or None: a caller
+# with a hard end of its own (gpu_check's section) sets it, so a case, or a re-measure that
+# starts late, stops at that end instead of a fresh case_timeout_s after its own start.
+_process_deadline: float | None = None
+
+
+def hold_until(deadline: float | None) -> None:
+    """Every case clock made from now on also stops at `deadline` (perf_counter seconds)."""
+    global _process_deadline
+    _process_deadline = deadline
+
+
+def deadline_passed() -> bool:
+    """The process's deadline (hold_until) has passed: nothing new should start."""
+    return _process_deadline is not None and time.perf_counter() > _process_deadline
+
+
 class CaseClock:
     def __init__(self, limit_s: float):
         self.limit_s = limit_s  # 0: no limit
         self.started = time.perf_counter()
+        self.deadline = _process_deadline
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
     def over(self) -> bool:
-        return self.limit_s > 0 and self.elapsed() > self.limit_s
+        return (self.limit_s > 0 and self.elapsed() > self.limit_s) or self.past_deadline()
 
     def reason(self, left_out: str) -> str:
         """`the case ran past timing.case_timeout_s=60 s (73 s): <left_out>`."""
+        if self.past_deadline() and not (self.limit_s > 0 and self.elapsed() > self.limit_s):
+            return f"the run's deadline passed during the case ({self.elapsed():.0f} s in): " \
+                   f"{left_out}"
         return (f"the case ran past timing.case_timeout_s={self.limit_s:g} s "
                 f"({self.elapsed():.0f} s): {left_out}")
 

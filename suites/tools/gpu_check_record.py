@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import signal
 import time
 from collections import Counter
@@ -40,21 +41,30 @@ def _plain(value):
 
 
 class Recorder:
-    """Appends rows to `path`, flushed at once: what a killed run measured is on disk."""
+    """Appends rows to `path`, flushed at once: what a killed run measured is on disk.
 
-    def __init__(self, path: Path, echo: Callable[[str], None] = print):
+    The check's own process starts the file afresh; each section's process appends to it
+    (`append`, with the check's start as `started`, epoch seconds, so `t_s` runs on one clock
+    for every row), and the check reads their rows back (`reload`) after each section."""
+
+    def __init__(self, path: Path, echo: Callable[[str], None] = print, append: bool = False,
+                 started: float | None = None):
         self.path, self.echo = Path(path), echo
         self.rows: list[dict] = []
         self.section_s: dict[str, float] = {}  # seconds each section took, for the summary
-        self.started = time.monotonic()
+        self.started = time.time() if started is None else started
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "w")  # this run's rows only; a new run starts it afresh
+        if not append:
+            self.path.write_text("")  # this check's rows only; a new check starts afresh
+        # O_APPEND for every writer: each line lands at the end, after the other process's.
+        self._file = open(self.path, "a")
 
     def add(self, section: str, item: str, status: str, **fields) -> dict:
         if status not in STATUSES:
             raise ValueError(f"status {status!r} is not one of {STATUSES}")
         row = _plain({"section": section, "item": item, "status": status,
-                      "t_s": round(time.monotonic() - self.started, 1), **fields})
+                      "t_s": round(time.time() - self.started, 1), "pid": os.getpid(),
+                      **fields})
         self.rows.append(row)
         self._file.write(json.dumps(row) + "\n")
         self._file.flush()
@@ -65,6 +75,19 @@ class Recorder:
 
     def close(self) -> None:
         self._file.close()
+
+    def reload(self) -> None:
+        """Every row of the file, this process's and its sections' (a line cut short by a
+        killed process is skipped: it was never a whole row)."""
+        rows = []
+        for line in self.path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and row.get("status") in STATUSES:
+                rows.append(row)
+        self.rows = rows
 
     def counts(self, section: str | None = None) -> Counter:
         return Counter(r["status"] for r in self.rows
@@ -101,8 +124,10 @@ Work = Callable[[], "dict | None"]
 GRACE_S = 15.0  # an item may run this far past its section's deadline before it is stopped
 
 
-class ItemOverran(Exception):
-    """Raised into an item that ran past its section's deadline and the grace."""
+class ItemOverran(BaseException):
+    """Raised into an item that ran past its section's deadline and the grace. Not an
+    Exception: code in between (Triton's front end wraps what its compile raises into a
+    CompilationError) must not turn the stop into a row that reads as a kernel bug."""
 
 
 @contextlib.contextmanager

@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from suites.harness import case_clock
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, signals_stop_runs
 from suites.harness.variant_passes import short_error
@@ -57,6 +59,7 @@ SERIES = {
 CPU_RUN = {"suite.sizes": [64], "suite.dtypes": ["float32"],
            "suite.variants": ["eager", "addmm", "triton"], "calibrate": False}
 STATUS = {"ok": "ok", "skipped": "skipped", "noisy": "noisy"}  # failed and incorrect: failed
+MIN_RUN_S = 30.0  # a CUDA run started with less would be stopped in its first case
 FIELDS = ("mean_us", "mean_low_us", "mean_high_us", "median_us", "calls_per_sample", "kernel_us",
           "kernel_low_us", "kernel_high_us", "speedup", "speedup_low", "speedup_high",
           "kernel_speedup", "kernel_speedup_low", "kernel_speedup_high", "n_kernels",
@@ -117,9 +120,12 @@ def items(cuda: bool, runs_dir: Path, clock, rec, log):
 
         def work(plan=plan, runs=runs):
             folder = _folder(runs_dir, plan.name)
+            if runs and cuda and clock.left() < MIN_RUN_S:  # it would only be killed
+                return {"status": "deadline", "error": f"not started: {clock.left():.0f} s "
+                        f"left, a run needs {MIN_RUN_S:.0f} s (a compile and a profile)"}
             # A case still running at the deadline fails its last variants rather than hold
-            # up the sections after it (timing.case_timeout_s; the floor lets a compile end).
-            limit = round(max(60.0, clock.left()), 0) if cuda else None
+            # up the sections after it (timing.case_timeout_s): never more than is left.
+            limit = max(1.0, round(clock.left(), 0)) if cuda else None
             given = overrides(plan, "cuda" if cuda else "cpu", runs and not cuda, limit)
             spec = build_run_spec(resolved(compose(given)), folder)
             reproduce = " ".join(["python run_suite.py", *override_args(given),
@@ -145,6 +151,8 @@ def run_plan(plan: Plan, spec, clock, rec, log) -> dict:
     error = None
     with signals_stop_runs():
         timer.start()
+        # A case or a re-measure under way at the deadline stops at its next step.
+        case_clock.hold_until(time.perf_counter() + max(0.0, clock.left()))
         try:
             run(spec, stream=log)
         except Interrupted:
@@ -153,6 +161,7 @@ def run_plan(plan: Plan, spec, clock, rec, log) -> dict:
         except Exception as exc:  # the harness itself failed: keep what it measured
             error = short_error(exc)
         finally:
+            case_clock.hold_until(None)
             timer.cancel()
             timer.join()
     record_rows(plan, spec.out_dir, rec)

@@ -32,8 +32,24 @@ def _head(rec: Recorder, deadlines: dict) -> list[str]:
             took = rec.section_s.get(section)
             lines.append(f"  {section:<11} {_counts(rec.counts(section))}; "
                          + (f"{took:.0f} s, " if took is not None else "")
-                         + f"deadline {deadlines[section]:.0f} s")
+                         + f"budget {deadlines[section]:.0f} s")
+    run = next((r for r in rec.rows if r["item"] == "run"), {})
+    if "total" in rec.section_s and run.get("deadline_s") is not None:
+        lines.append(f"  whole check {rec.section_s['total']:.0f} s of its deadline "
+                     f"{run['deadline_s']:.0f} s")
+    for r in rec.rows:
+        if r["section"] == "archive":
+            lines.append(_archive(r))
     return lines
+
+
+def _archive(row: dict) -> str:
+    if row["status"] != "ok":
+        return f"  archive: {row['status']}: {row.get('error', '')}"
+    kb = row.get("bytes", 0) / 1024
+    return (f"  archive: {row.get('archive')} ({kb:.0f} KB, {row.get('files')} files of "
+            f"{len(row.get('run_folders') or [])} run folders)"
+            + (f"; {row['note']}" if row.get("note") else ""))
 
 
 def _configs(rows: list[dict]) -> list[str]:
@@ -79,9 +95,24 @@ def _suites(rows: list[dict]) -> list[str]:
         _structure(rows)
 
 
+PROBES = ("cupti probe", "sm clock", "l2 flush kinds")
+PICKS = "autotune picks"  # a section's row of what each autotuner picked
+_NOT_SHOWN = {"section", "item", "status", "t_s", "seconds", "pid"}
+
+
+def _probe(row: dict) -> str:
+    values = ", ".join(f"{k} {v}" for k, v in row.items() if k not in _NOT_SHOWN)
+    return fit(f"  {row['item']}: {row['status']}" + (f": {values}" if values else ""))
+
+
 def short(rec: Recorder, deadlines: dict) -> str:
     lines = _head(rec, deadlines)
-    by_section = {s: [r for r in rec.rows if r["section"] == s] for s in deadlines}
+    picks = [r for r in rec.rows if r["item"] == PICKS]
+    by_section = {s: [r for r in rec.rows if r["section"] == s and r["item"] != PICKS]
+                  for s in deadlines}
+    probes = [r for r in by_section.get("environment", []) if r["item"] in PROBES]
+    if probes:
+        lines += ["", "== environment: first-contact probes"] + [_probe(r) for r in probes]
     if by_section.get("configs"):
         lines += ["", "== configs: Triton kernels and autotune configs vs float64 reference"]
         lines += _configs(by_section["configs"])
@@ -90,6 +121,11 @@ def short(rec: Recorder, deadlines: dict) -> str:
         lines += _kernels(by_section["kernels"])
     if by_section.get("suites"):
         lines += ["", "== suites: the harness end to end"] + _suites(by_section["suites"])
+    if any(r.get("picks") for r in picks):
+        lines += ["", "== autotune picks (results.jsonl has every key)"]
+        lines += [fit(f"  {r['section']}: {kernel}: {len(keys)} key(s), e.g. "
+                      f"{next(iter(keys.values()))}")
+                  for r in picks for kernel, keys in (r.get("picks") or {}).items()]
     problems = [r for r in rec.rows if r["status"] in BAD]
     if problems:
         lines += ["", f"== not ok ({len(problems)})"]
