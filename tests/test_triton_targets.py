@@ -2,8 +2,10 @@
 ahead of time on this CPU with the ptxas in the triton wheel: none needs more shared memory than
 its target has, none spills in 16-bit (fp32 only where no fp32 config runs clean), every kernel
 keeps at least one config that fits, and the flash pruning's shared-memory estimate is never
-below the compiler's. (`python -m suites.tools.triton_targets` without --kept-only also
-compiles the pruned configs and finds any pruned for nothing.)"""
+below the compiler's. Each is compiled as the suites launch it, specialised as Triton's
+runtime specialises the arguments, which is checked against the runtime's own binder.
+(`python -m suites.tools.triton_targets` without --kept-only also compiles the pruned configs
+and finds any pruned for nothing.)"""
 import os
 import subprocess
 import sys
@@ -30,12 +32,46 @@ def test_the_kept_configs_fit_sm80_and_sm90(tmp_path):
     assert not any(" pruned " in line for line in lines)
 
 
+SPECIALISED = """
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from suites.tools import triton_targets as tt
+todo = [job for job, _ in tt.jobs()]
+problems = tt.mirror_problems(todo + tt.odd_jobs())
+assert not problems, problems
+job = next(j for j in todo if (j.kernel, j.dtype, j.arch, j.config, j.launch) == (
+    "gemm", "bfloat16", 90, (128, 256, 64, 8, 3), "matmul_add K=1024"))
+ours = tt.compile_job(job)
+theirs = triton.compile(ASTSource(tt._kernel_fn("gemm"), *tt.runtime_specialisation(job)),
+                        target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 3})
+assert ours.asm["ptx"] == theirs.asm["ptx"]
+print(len(todo), ours.metadata.shared)
+"""
+
+
+def test_the_compiles_are_specialised_as_the_runtime_does(tmp_path):
+    """Every planned launch, and the ops' odd test shapes, get from _signature the signature,
+    constants (unit strides) and 16-divisibility that Triton's own launch path (the kernel's
+    binder) makes of the same argument values; compiled both ways (no cache), the same PTX.
+    gemm bf16 128x256x64, 3 stages, on sm_90 needs 147,456 B of shared memory as the suites
+    launch it (49,152 B, and 4.7 KB of spills, compiled without the specialisation)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(TRITON_CACHE_DIR=str(tmp_path / "cache"), TRITON_ALWAYS_COMPILE="1")
+    done = subprocess.run([sys.executable, "-c", SPECIALISED], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    planned, shared = map(int, done.stdout.split())
+    assert planned > 300 and shared == 147_456
+
+
 def test_the_pruning_uses_the_table_and_the_estimate():
     from triton import Config
     spilling = Config({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64,
                        "GROUP_SIZE_M": 8}, num_warps=8, num_stages=3)
-    assert not targets.gemm_keeps("gemm", spilling, "bfloat16", 90, even_k=True)
-    assert targets.gemm_keeps("gemm", spilling, "bfloat16", 100, even_k=True)  # not checked
+    assert not targets.gemm_keeps("gemm", spilling, "float32", 90, even_k=True)
+    assert targets.gemm_keeps("gemm", spilling, "bfloat16", 90, even_k=True)
+    assert targets.gemm_keeps("gemm", spilling, "float32", 100, even_k=True)  # not checked
     fp32_d128 = Config({"BLOCK_M": 64, "BLOCK_N": 32}, num_warps=4, num_stages=4)
     # Estimated 196,608 B (the compiler needs 180,224 B), over sm_80's 166,912 B: dropped.
     assert targets.flash_smem_bytes(fp32_d128, "float32", 128) == 196_608
@@ -54,13 +90,16 @@ def test_the_gemm_prune_reads_the_launch(monkeypatch):
     # The GPU list itself is not loaded under the interpreter: three of its configs.
     GEMM_CONFIGS = [config(128, 256, 64, 3, 8), config(64, 128, 64, 4, 4), config(64, 64, 32, 4, 4)]
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
-    a = torch.empty(2, 2, dtype=torch.bfloat16)
+    a = torch.empty(2, 2)
     prune = targets.gemm_prune("gemm")
     plain = prune(GEMM_CONFIGS, {"a_ptr": a, "b_ptr": a, "K": 4096}, HAS_RESIDUAL=False)
     residual = prune(GEMM_CONFIGS, {"a_ptr": a, "b_ptr": a, "K": 4096}, HAS_RESIDUAL=True)
-    unfit = targets.UNFIT[("gemm", "bfloat16", 90, "even")]
-    assert len(plain) == 3 and all(targets.config_key(c) not in unfit for c in plain)
+    unfit = targets.UNFIT[("gemm", "float32", 90, "even")]
+    assert [targets.config_key(c) for c in plain] == [(64, 128, 64, 4, 4)]
+    assert all(targets.config_key(c) not in unfit for c in plain)
     assert [targets.config_key(c) for c in residual] == [(64, 128, 64, 4, 4), (64, 64, 32, 4, 4)]
+    a16 = a.to(torch.bfloat16)  # every bf16 config fits sm_90 as the suites launch it
+    assert prune(GEMM_CONFIGS, {"a_ptr": a16, "b_ptr": a16, "K": 4096}) == GEMM_CONFIGS
 
 
 def test_the_tma_prune_reads_the_b_layout(monkeypatch):
