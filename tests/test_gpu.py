@@ -1,5 +1,7 @@
 """Checks that need a CUDA GPU (skipped elsewhere): the CUDA timing path, kernels per call read
-from real CUPTI traces, and the Triton variants against cuBLAS on the device."""
+from real CUPTI traces, and the Triton variants against cuBLAS on the device. Each test applies
+the run's CUPTI setting first, as the harness does before a run's first profiler session."""
+import os
 import re
 from collections import Counter
 
@@ -9,6 +11,7 @@ import torch
 from kernels import registry
 from kernels.base import Case
 from suites.harness.case_run import measure
+from suites.harness.cuda_graphs import keep_cupti_between_sessions
 from suites.harness.timing import TimingSpec
 from suites.harness.profile_pass import ProfileSpec
 from specs import run_spec
@@ -16,6 +19,35 @@ from specs import run_spec
 pytestmark = pytest.mark.gpu
 
 TIMING = TimingSpec("gpu-test", 0.05, 10, 200, 3, 3, True, torch.get_num_threads(), rounds=4)
+CUPTI_SETTING = "TEARDOWN_CUPTI"  # what keep_cupti_between_sessions sets (a user's own stands)
+
+
+def runs(op_name: str, *variants: str):
+    """The variants a test measures, as a run's suite would list them: its CUPTI setting
+    (cupti_as_in_a_run) follows from them. A test without it replays no CUDA graph."""
+    def mark(test):
+        test.run_variants = (op_name, variants)
+        return test
+    return mark
+
+
+@pytest.fixture(autouse=True)
+def cupti_as_in_a_run(request):
+    """The CUPTI setting a run of the test's variants gets, by the function the harness calls
+    (runner._start): kept set up between profiler sessions when one of them replays a CUDA
+    graph, else torn down as Kineto does. Applied before the test's first session, as a run
+    applies it before its own: a graph captured after a session tore CUPTI down replays with
+    none of its kernels in the next profile. Undone after the test, so the next starts as a
+    fresh run would (a user's own setting stands throughout)."""
+    op_name, names = getattr(request.function, "run_variants", ("matmul_add", ()))
+    before = os.environ.get(CUPTI_SETTING)
+    keep_cupti_between_sessions("cuda", any(registry.get_variant(op_name, n).replays
+                                            for n in names))
+    yield
+    if before is None:
+        os.environ.pop(CUPTI_SETTING, None)
+    else:
+        os.environ[CUPTI_SETTING] = before
 
 
 def _measured(tmp_path, op_name, variant, params, dtype="bfloat16"):
@@ -65,6 +97,7 @@ def test_compile_of_matmul_add_is_one_gemm_and_at_most_a_copy(tmp_path):
     assert launches["elementwise"] + launches["copy"] <= 1
 
 
+@runs("block", "compile", "compile_reduce_overhead")
 def test_reduce_overhead_profile_shows_the_compiled_graphs_kernels(tmp_path):
     shape = {"B": 1, "S": 128, "D": 256, "H": 4, "I": 512}
     compiled = _row(tmp_path / "c", "block", "compile", shape)

@@ -12,23 +12,30 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-from hydra import compose as hydra_compose
-from hydra import initialize_config_dir
-from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from suites.common.errors import ConfigError
+
+# Hydra is imported where a config is composed, not with this module: CONF_DIR and the override
+# helpers are read by modules the GPU machine's tests and gpu_check import, and it has no Hydra.
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 CONFIG_NAME = "config"
 
 
 def register_resolvers() -> None:
-    """conf/config.yaml's `${pid:}`: two runs started in the same second get two folders."""
-    OmegaConf.register_new_resolver("pid", os.getpid, replace=True)
+    """conf/config.yaml's `${pid:}`: two runs started in the same second get two folders.
+
+    Cached, as Hydra's own `${now:}` is: a submitit job (local or SLURM, a requeued one too)
+    composes its config again in a process of its own, from the launching process's config and
+    that config's cache of resolved values. Uncached, the job's `${pid:}` would be its own pid
+    and its run folder would go under another sweep folder than the one the launching process
+    planned in sweep.json and looks in ("left no run folder")."""
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("pid", os.getpid, replace=True, use_cache=True)
 
 
 def compose_problem(exc: Exception) -> str:
@@ -48,6 +55,10 @@ def compose(overrides: Mapping[str, Any] | Sequence[str] = (), hydra_config: boo
     """The composed config. `overrides`: command-line overrides (`suite=norm`), or a mapping
     of group -> choice and dotted key -> value; `hydra_config`: with the `hydra` node (a
     sweep's params, the run folder)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     args = override_args(overrides) if isinstance(overrides, Mapping) else list(overrides)
     register_resolvers()
     with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir)):
@@ -60,6 +71,9 @@ def compose(overrides: Mapping[str, Any] | Sequence[str] = (), hydra_config: boo
 def resolved(cfg: DictConfig) -> dict:
     """The composed config as plain dicts and lists, interpolations resolved: what
     build_run_spec takes."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
         return OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-
 from suites.common.errors import ConfigError
 
 GROUPS = ("suite", "timing", "profile", "experiment", "hydra/launcher")
@@ -22,6 +20,9 @@ BUILT_IN = {"hydra/launcher": ("basic", "submitit_local", "submitit_slurm")}
 def search_dirs(argv: list[str]) -> list[Path]:
     """The config folders a `hydra.searchpath=[...]` override adds, as Hydra reads them (a
     relative file:// path from the current folder)."""
+    # Here, not with the module: the tests import it on a GPU machine that has no Hydra.
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
     dirs = []
     for arg in argv:
         if not arg.startswith("hydra.searchpath="):

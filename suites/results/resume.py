@@ -1,7 +1,9 @@
 """What an interrupted run already measured, read back to be kept when it is resumed.
 
 The journal writes a case's rows together (journal.py), so a case is either in the tables with
-all its rows or not at all; the cases found whole are kept as they are and not measured again.
+all its rows or not at all (what its profiles give follows its rows: a kill in between leaves it
+without its kernels, findings and op tree rows); the cases found whole are kept as they are and
+not measured again.
 A case with only some of its rows (a kill while the tables were being written whole) is
 measured again and its partial rows dropped. Findings across rows (`cross_row_codes`: the
 runner passes findings/rows.py's ROW_CODES) are dropped too: the resumed run finds them again

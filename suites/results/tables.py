@@ -55,9 +55,20 @@ def write_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_r
 def append_tables(out_dir: Path, rows: Sequence[ResultRow], kernel_rows, sample_rows,
                   round_rows, finding_rows, optree_rows=()) -> None:
     """One case's rows at the end of every table, on disk when it returns (journal.py);
-    measurements.csv last, so a case found there has all its other rows too."""
+    measurements.csv last, so a case found there has the other rows given with it. The runner
+    gives its rows, samples and rounds here, and what its profiles give after (append_readings),
+    so a trace that no reader understands cannot cost the rows: a kill between the two leaves
+    that case without kernels, findings and op tree rows, as a failed reader would."""
     frames = table_frames(rows, kernel_rows, sample_rows, round_rows, finding_rows, optree_rows)
     for name in sorted(frames, key=lambda n: n == MEASUREMENTS_CSV):
+        journal.append(out_dir / name, frames[name])
+
+
+def append_readings(out_dir: Path, kernel_rows, finding_rows, optree_rows) -> None:
+    """What one case's profiles give (kernels.csv, findings.csv, optree.csv) at the end of their
+    tables, after the case's rows (append_tables)."""
+    frames = table_frames((), kernel_rows, (), (), finding_rows, optree_rows)
+    for name in (KERNELS_CSV, FINDINGS_CSV, OPTREE_CSV):
         journal.append(out_dir / name, frames[name])
 
 

@@ -47,6 +47,16 @@ class Finding:
                 "statement": self.statement, "evidence": format_evidence(self.evidence)}
 
 
+def step_failed(step: str, exc: Exception) -> Finding:
+    """A step after the measurement (`findings: detector idle_gaps`, a trace reader) that raised:
+    a trace of a shape never seen must cost that step's output, never the row. The statement
+    names the step and the exception's first line, as a reader of findings.csv needs them."""
+    lines = str(exc).strip().splitlines()
+    error = f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
+    return Finding(Code.STEP_FAILED, Severity.WARNING, f"{step} failed: {error}",
+                   {"step": step.split(":")[0]})
+
+
 def format_evidence(evidence: dict) -> str:
     """`host_us=24.1, device_us=3.2`: the numbers behind the statement, readable in a CSV cell."""
     parts = []

@@ -7,7 +7,8 @@ from suites.traces.findings import (artifacts, bounds, compiled, copies, fusion,
                                     timeline)
 from suites.traces.findings import tree as op_trees
 from suites.traces.findings import gemms, occupancy
-from suites.traces.findings.core import Finding, FindingContext, Row, column_value, is_ok
+from suites.traces.findings.core import (Finding, FindingContext, Row, column_value, is_ok,
+                                         step_failed)
 from suites.traces.call_profile import CallProfile
 from suites.results.columns import KEY
 
@@ -29,13 +30,28 @@ DETECTORS: tuple[Detector, ...] = (
 
 
 def run_detectors(ctx: FindingContext) -> list[Finding]:
+    """Every detector's findings; a detector that raises raises here (the detectors' tests)."""
     return [finding for detect in DETECTORS for finding in detect(ctx)]
+
+
+def run_detectors_guarded(ctx: FindingContext) -> list[Finding]:
+    """Every detector's findings, each detector on its own: one that raises on a trace of a
+    shape never seen (a new kernel family, another Kineto) becomes a step_failed finding that
+    names it, and the others still run."""
+    found = []
+    for detect in DETECTORS:
+        try:
+            found += list(detect(ctx))  # a generator raises while it is read
+        except Exception as exc:
+            found.append(step_failed(f"findings: detector {detect.__name__}", exc))
+    return found
 
 
 def find_all(row: Row, profile: CallProfile | None, baseline_row: Row | None,
              baseline_profile: CallProfile | None) -> list[dict]:
     """Findings of one suite row (its column values), as findings.csv rows (only rows that ran
-    have a profile). The baseline's own row is judged without a baseline."""
+    have a profile). The baseline's own row is judged without a baseline. A detector that
+    raises is a step_failed row among them (run_detectors_guarded)."""
     if not is_ok(row) or profile is None:
         return []
     own = baseline_row is not None and _same_row(row, baseline_row)
@@ -43,7 +59,7 @@ def find_all(row: Row, profile: CallProfile | None, baseline_row: Row | None,
                          baseline_row=None if own else baseline_row,
                          baseline_profile=None if own else baseline_profile,
                          dtype=column_value(row, "dtype"))
-    return [f.as_row() for f in run_detectors(ctx)]
+    return [f.as_row() for f in run_detectors_guarded(ctx)]
 
 
 def _same_row(a: Row, b: Row) -> bool:
