@@ -21,10 +21,12 @@ from suites.common.errors import ConfigError
 from suites.config import outcome
 from suites.config.command_line import RUN_DIR, check_command_line, given
 from suites.config.compose import CONF_DIR, CONFIG_NAME, register_resolvers, resolved
+from suites.config.folder_lock import FolderTaken, own
 from suites.config.run_folder import check_run_dir, fail, job_resume, note_existing
 from suites.config.run_spec import build_run_spec
 from suites.harness.runner import run
 from suites.harness.stopping import Interrupted, stop_on_signals
+from suites.results.journal import disk_full
 from suites.reports.run.build import write_report
 from suites.reports.run.summary import summary_table
 
@@ -44,21 +46,31 @@ def main(cfg: DictConfig) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         spec = replace(build_run_spec(resolved(cfg), out_dir), job=this_job())
+        # A single run's folder is this process's already (the RunFolderOwner callback); a
+        # sweep job's is taken here, before anything of it is looked at.
+        own(out_dir, "hydra.run.dir")
         spec = job_resume(spec, out_dir)
         if spec is None:
             print(f"fusebench: {out_dir}: this job's run is complete; nothing to do")
             return
         check_run_dir(out_dir, spec)
+    except FolderTaken as exc:
+        fail(str(exc))  # another run's folder: nothing in it is this run's to remove
     except ConfigError as exc:
         fail(str(exc), out_dir)
     stop_on_signals()
     outcome.RUN_FOLDERS.append(out_dir)
     try:
         result = run(spec)
+        report = write_report(out_dir)
     except Interrupted as exc:
         outcome.interrupted(exc, spec, out_dir, sys.argv[1:])
         return
-    report = write_report(out_dir)
+    except Exception as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        outcome.disk_full(full, spec, out_dir, sys.argv[1:])
     print(summary_table(result.frame, result.env))
     print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report}")
     print(f"run folder: {out_dir}")

@@ -133,6 +133,34 @@ def test_malformed_events_are_skipped_and_counted(tmp_path, capsys):
     assert "GPU timeline over 1 device activities" in out
 
 
+def test_a_duration_longer_than_the_trace_is_left_out_and_said(tmp_path, capsys):
+    """1e308 us in a trace of a few hundred us: left out and counted, never a 300-digit sum;
+    the steps and the other kernels read as without it."""
+    from trace_builders import event, gpu_step, write
+
+    events = gpu_step(0, 0.0) + gpu_step(1, 100.0, corr_base=200)
+    events += [event("k_bad", "kernel", 30.0, 1e308, tid=7, correlation=900),
+               event("aten::bad", "cpu_op", 150.0, 1e12)]
+    path = write({"traceEvents": events}, tmp_path / "long.json")
+    assert main([str(path), "--csv", str(tmp_path / "csv")]) == 0
+    out = capsys.readouterr().out
+    assert ("2 events skipped: a duration longer than the trace (over 1000 times the span of "
+            "its events' start times) (1 of them device activities") in out
+    assert max(len(word) for word in out.split()) < 100 and "k_bad" not in out
+    steps = pd.read_csv(tmp_path / "csv" / "steps.csv")
+    assert steps["step"].tolist() == ["ProfilerStep#0", "ProfilerStep#1"]
+    assert steps["kernels"].tolist() == [1, 1] and steps["device_us"].tolist() == [5.0, 5.0]
+
+
+def test_entries_that_are_not_objects_are_counted(tmp_path, capsys):
+    from trace_builders import event, gpu_step, write
+
+    events = gpu_step(0, 0.0) + [3, "kernel", [event("k", "kernel", 1, 1)], None]
+    assert main([str(write({"traceEvents": events}, tmp_path / "odd.json"))]) == 0
+    out = capsys.readouterr().out
+    assert "note: 4 events skipped: not a JSON object" in out and "1 step(s)" in out
+
+
 def test_an_event_without_a_usable_duration_is_left_out_and_said_never_zero(tmp_path, capsys):
     from trace_builders import event, write
 
@@ -207,7 +235,9 @@ def test_a_value_nested_too_deeply_is_one_line(tmp_path, capsys):
                                        "trace; its annotations: ProfilerStep#1"),
     (["--label", "nope"], "--label 'nope' is not a range of the trace; its annotations: "
                           "ProfilerStep#1"),
-    (["--csv", "/proc/no/such"], "--csv /proc/no/such: cannot make the folder")])
+    (["--csv", "/proc/no/such"], "--csv /proc/no/such: cannot make the folder"),
+    (["--top", "-1"], "--top -1: the number of kernels to list must be 1 or more"),
+    (["--top", "0"], "--top 0: the number of kernels to list must be 1 or more")])
 def test_options_that_match_nothing_are_one_line(args, message, capsys):
     from trace_builders import TRITON_TRACE
 

@@ -3,6 +3,7 @@ import gzip
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,16 @@ def run_suite(*args, cwd=ROOT):
     env.pop("TRITON_INTERPRET", None)  # a user's run: Triton rows are skipped on a CPU
     return subprocess.run([sys.executable, str(ROOT / "run_suite.py"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
+
+
+def finish_args(text):
+    """The overrides of the last "to finish it: ..." command in `text`, checked to start with
+    the interpreter that ran (a bare `python` pasted may lack Hydra) and run_suite.py."""
+    words = shlex.split(text.rsplit("to finish it: ", 1)[1].splitlines()[0])
+    assert words[0] == sys.executable, words
+    program = 2 if words[1] == "-m" else 1
+    assert words[program].endswith(("run_suite.py", "run_suite")), words
+    return words[program + 1:]
 
 
 def assert_finished(result, *folders):

@@ -2,6 +2,8 @@
 (submitit_local, always tested) and through a real single-node SLURM (tests/cluster/
 start_slurm.sh; skipped where none is running), with a job cancelled by scancel and resumed."""
 import json
+import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -13,7 +15,7 @@ import pytest
 
 from suites.reports.ladder.command import main as collect
 from suites.results.reader import read_state
-from test_end_to_end import ROOT, assert_finished
+from test_end_to_end import ROOT, assert_finished, finish_args
 
 # Two jobs (one per dtype), small enough for CI, each several cases long.
 SWEEP = ["suite.dtypes=[float32],[bfloat16]", "device=cpu", "timing=quick", "calibrate=false",
@@ -49,6 +51,40 @@ def test_a_local_submitit_sweep_times_one_job_at_a_time_and_collects(tmp_path):
     assert collect([str(sweep), "--out", str(tmp_path / "ladder")]) == 0
     ladder = pd.read_csv(tmp_path / "ladder" / "ladder.csv")
     assert sorted(set(ladder["dtype"])) == ["bfloat16", "float32"]
+
+
+def documented_sweep(launcher: str) -> list[str]:
+    """docs/cluster.md's sweep with `launcher`, as a user pastes it: its arguments after
+    run_suite.py, its suite list left out (minutes of work on a CPU)."""
+    start = f"python run_suite.py -m hydra/launcher={launcher} "
+    for line in (ROOT / "docs" / "cluster.md").read_text().splitlines():
+        if line.startswith(start):
+            return [a for a in shlex.split(line.split("#", 1)[0])[2:] if not a.startswith("suite=")]
+    raise AssertionError(f"docs/cluster.md shows no sweep starting {start!r}")
+
+
+def test_the_documented_local_sweep_finds_its_jobs_without_a_sweep_dir(tmp_path):
+    """The sweep folder's name holds `${pid:}`, which each submitit job resolves again in a
+    process of its own: its run folder must still land in the folder the launching process
+    planned (sweep.json) and looks in. The other tests give hydra.sweep.dir, which hides it; a
+    user pasting the documented command does not. Run from a fresh folder, so `results/` is
+    made there."""
+    args = documented_sweep("local")
+    assert args == ["-m", "hydra/launcher=local"]
+    tiny = ["suite.sizes=[16],[24]", "suite.dtypes=[float32]", "suite.variants=[eager]",
+            "device=cpu", "timing=quick", "calibrate=false", "progress=false", "profile=off"]
+    # Each job's process imports the project from here, whatever folder it runs in.
+    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    done = subprocess.run([sys.executable, str(ROOT / "run_suite.py"), *args, *tiny],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    sweeps = list((tmp_path / "results" / "multirun").iterdir())
+    assert len(sweeps) == 1, (sweeps, done.stderr[-3000:])  # no folder of a job's own pid
+    jobs = job_folders(sweeps[0])
+    assert [p.name for p in jobs] == ["0_matmul_add", "1_matmul_add"], done.stderr[-3000:]
+    assert "left no run folder" not in done.stderr
+    assert_finished(done, *jobs)
+    assert f"sweep of 2 job(s) in results/multirun/{sweeps[0].name}" in done.stdout
 
 
 def test_a_stopped_sweep_resumes_its_unfinished_jobs_and_leaves_the_rest(tmp_path):
@@ -108,9 +144,9 @@ def test_a_slurm_sweep_survives_scancel_and_resumes(tmp_path):
     kept = pd.read_csv(victim / "measurements.csv").set_index(["case_id", "variant"])
     # The sweep command again, with resume=true: the complete job is left alone, the
     # cancelled one finishes from where it stopped.
-    command = last.split("to finish it: python run_suite.py ", 1)[1].split()
+    command = finish_args(last)
     assert "resume=true" in command and f"hydra.sweep.dir={sweep}" in command
-    done = launch(*[a.strip("'") for a in command if a != "-m"])
+    done = launch(*[a for a in command if a != "-m"])
     jobs = job_folders(sweep)
     assert_finished(done, *jobs)
     for job in jobs:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_end_to_end import assert_finished
+from test_end_to_end import assert_finished, finish_args
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = re.compile(r"<!-- example: (\S+) -->\n```\w*\n(.*?)```", re.S)
@@ -121,8 +121,8 @@ def test_an_interrupted_run_of_it_resumes(user_folder):
     _, err = proc.communicate(timeout=120)
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal arrived")
-    command = err.strip().splitlines()[-1].split("to finish it: python run_suite.py ", 1)[1]
-    done = run_example(user_folder, *[a for a in shlex.split(command)
+    command = finish_args(err.strip().splitlines()[-1])
+    done = run_example(user_folder, *[a for a in command
                                       if a.split("=")[0] not in ("suite", "hydra.searchpath")])
     assert_finished(done, out)
     assert len(pd.read_csv(out / "measurements.csv")) == 4

@@ -7,6 +7,9 @@ jobs it plans with the run folders that hold a run.json of that job
 started is named, not silently absent.
 The callback runs in the launching process, whatever the launcher (basic, submitit_local,
 submitit_slurm), with the same config object Hydra makes the sweep folder from.
+
+Both callbacks here also take the folder for this process before Hydra writes into it
+(folder_lock.py): a single run's folder (RunFolderOwner), a sweep's folder (SweepManifest).
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from suites.common.errors import ConfigError
+from suites.config.folder_lock import check_space, own
+from suites.config.run_folder import fail
 from suites.results import atomic
 from suites.results.journal import SWEEP_JSON
 
@@ -73,8 +78,27 @@ class SweepManifest(Callback):
         folder = Path(str(config.hydra.sweep.dir))
         jobs = planned_jobs(list(config.hydra.overrides.task), sweep_params(config))
         launcher = str(config.hydra.launcher.get("_target_", "")).rsplit(".", 1)[-1]
-        folder.mkdir(parents=True, exist_ok=True)
+        take_folder(folder, "hydra.sweep.dir")
         record = {"jobs": [{"num": n, "overrides": o} for n, o in enumerate(jobs)],
                   "launcher": launcher}
         atomic.write_text(folder / SWEEP_JSON, json.dumps(record, indent=2) + "\n")
         SweepManifest.folder = folder
+
+
+def take_folder(folder: Path, key: str) -> None:
+    """Before Hydra writes into `folder`: room for a run, and this process its only owner; or
+    one line and exit 2, the folder left as it was (another run's files may be in it)."""
+    try:
+        check_space(folder, key)
+        own(folder, key)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+class RunFolderOwner(Callback):
+    """A single run's folder taken for this process before Hydra writes `.hydra/` into it: two
+    runs started together into one folder would otherwise both write there (folder_lock.py).
+    Hydra resolves the folder's `${now:}` once per config, so this is the folder it then uses."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        take_folder(Path(str(config.hydra.run.dir)), "hydra.run.dir")

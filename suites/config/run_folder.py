@@ -15,14 +15,16 @@ from pathlib import Path
 from typing import NoReturn
 
 from suites.common.errors import ConfigError
+from suites.config.folder_lock import LOCK_FILE
 from suites.config.run_spec import resume_problem, same_config
 from suites.harness.spec import RunSpec
 from suites.results.journal import COMPLETE
 from suites.results.reader import read_state
 
-# Files Hydra writes in a run folder before the job runs; a folder holding nothing else has no
-# run in it yet.
+# Files Hydra writes in a run folder before the job runs, and the lock of the run that owns it
+# (folder_lock.py); a folder holding nothing else has no run in it yet.
 HYDRA_FILES = {".hydra", "run_suite.log"}
+STARTUP_FILES = HYDRA_FILES | {LOCK_FILE}
 
 
 class _Before:
@@ -34,16 +36,17 @@ class _Before:
 def note_existing(run_dir: str | None) -> None:
     """Before Hydra runs: the `hydra.run.dir` given (if any) and the Hydra files already in it."""
     _Before.named = Path(run_dir) if run_dir else None
-    _Before.existed = ({Path(run_dir).resolve(): {n for n in HYDRA_FILES
+    _Before.existed = ({Path(run_dir).resolve(): {n for n in STARTUP_FILES
                                                   if (Path(run_dir) / n).exists()}}
                        if run_dir and Path(run_dir).is_dir() else {})
 
 
 def fail(message: str, out_dir: Path | None = None) -> NoReturn:
-    """One line, exit 2. What this run created goes (Hydra's files, and the folder if it made
-    it); nothing else is ever deleted."""
+    """One line, exit 2. What this run created goes (Hydra's files, its lock, and the folder
+    if it made it); nothing else is ever deleted. Without `out_dir` nothing is removed: a folder
+    another run owns (folder_lock.FolderTaken), or a run that stopped with rows to keep."""
     if out_dir is not None and out_dir.is_dir():
-        for name in HYDRA_FILES - _Before.existed.get(out_dir.resolve(), set()):
+        for name in STARTUP_FILES - _Before.existed.get(out_dir.resolve(), set()):
             _remove(out_dir / name)
         if out_dir.resolve() not in _Before.existed:
             # Only if now empty; a default folder's results/<suite>/ parent too, if empty.
@@ -78,7 +81,7 @@ def check_run_dir(out_dir: Path, spec: RunSpec) -> None:
         problem = resume_problem(read_state(out_dir), spec.config)
         if problem:
             raise ConfigError(f"resume=true: {out_dir} {problem}")
-    left = sorted(p.name for p in out_dir.iterdir() if p.name not in HYDRA_FILES)
+    left = sorted(p.name for p in out_dir.iterdir() if p.name not in STARTUP_FILES)
     if left and not spec.resume:
         raise ConfigError(f"hydra.run.dir={out_dir}: the folder is not empty ({', '.join(left[:4])}"
                           f"{' ...' if len(left) > 4 else ''}); give a new folder (a run never "

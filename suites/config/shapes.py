@@ -77,9 +77,18 @@ def _group_values(group: Mapping, op: Op, where: str) -> list[list[Value]]:
     return values
 
 
+def _axes_example(op: Op, key: str) -> str:
+    """`suite.axes={T:[64],D:[64],norm:[layer]}`: one value of each of the op's parameters."""
+    values = (f"{p}:[{op.choices[p][0] if p in op.choices else 64}]" for p in op.params)
+    return f"{key}={{{','.join(values)}}}"
+
+
 def axes_shapes(axes, op: Op, key: str = "suite.axes") -> list[dict[str, Value]]:
     """Named axes -> shapes, each in the op's parameter order, without duplicates."""
     groups = axes if isinstance(axes, (list, tuple)) else [axes]
+    if not groups:  # no group: no shape, and a run of no rows would end in the report's error
+        raise ConfigError(f"{key}: empty list; expected a mapping of axis name to a list of "
+                          f"values (or a list of such mappings), e.g. {_axes_example(op, key)}")
     shapes: list[dict[str, Value]] = []
     for i, group in enumerate(groups):
         where = f"{key}[{i}]" if isinstance(axes, (list, tuple)) else key

@@ -2,9 +2,14 @@
 whichever launcher ran the jobs, on this machine or on a cluster):
 
     0    every row ok or skipped, every job complete
-    1    some rows failed, were incorrect or noisy, or a job did not complete or left no rows
-    2    bad input (run_suite.py's `fail`, before any work)
+    1    finished, but some rows failed, were incorrect or noisy (the last line says so in those
+         words: a finished run, not a crash); or a job did not complete or left no rows
+    2    could not do what was asked: bad input (run_suite.py's `fail`, before any work), a
+         folder another run owns, or a full disk (the rows written so far are kept, whole, and
+         the line says what finishes the run once there is space)
     130/143  interrupted by SIGINT/SIGTERM (run_suite.py)
+
+`make run` takes 1 for a finished run (Makefile): make's own "Error 1" reads as a crash.
 """
 from __future__ import annotations
 
@@ -35,4 +40,6 @@ def exit_status(states: list[dict | None], problems: list[str] = ()) -> tuple[in
         parts.append(f"{len(problems)} job(s) left no rows")
     if not parts:
         return 0, f"fusebench: all {rows} rows ok or skipped"
+    if not unfinished and not problems:  # every run ran to its end: say so first
+        return 1, f"fusebench: finished, but {parts[0]}; exit 1 marks that, not a crash"
     return 1, "fusebench: " + "; ".join(parts) + " (exit 1)"

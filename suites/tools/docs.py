@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Callable
@@ -123,7 +124,9 @@ def main(argv=None) -> int:
         problems = [f"{p}: generated tables out of date" for p in stale]
         problems += sample_problems(current)
         for line in problems:
-            print(f"docs: {line} (python -m suites.tools.docs [--samples])", file=sys.stderr)
+            # This interpreter, as every printed command: a bare `python` may lack the project.
+            print(f"docs: {line} ({shlex.quote(sys.executable)} -m suites.tools.docs "
+                  "[--samples])", file=sys.stderr)
         return 1 if problems else 0
     if args.samples:
         wanted = render_samples(wanted, doc_samples.make_all())

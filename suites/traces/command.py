@@ -220,6 +220,10 @@ def _check_names(trace, args) -> None:
 
 
 def analyze_trace(args) -> None:
+    # Checked before the trace is read (a minute for a large one): --top 0 or -1 would list no
+    # kernels, or all but the last, without a word.
+    if args.top < 1:
+        raise ConfigError(f"--top {args.top}: the number of kernels to list must be 1 or more")
     started = time.perf_counter()
     trace = read_trace(args.trace)
     # Millions of events now live to the end: a collector that keeps walking them finds nothing

@@ -50,6 +50,16 @@ _CATEGORY_ALIASES = {"memcpy": "gpu_memcpy", "memset": "gpu_memset", "runtime": 
 _CHUNK_CHARS = 1 << 20
 _WS = " \t\r\n"
 _ARGS_NOT_OBJECT = "args not an object (kept without them)"
+_NOT_AN_OBJECT = "not a JSON object (a number, string, list or null in traceEvents)"
+# A complete event cannot outlast the trace it is in. The trace's span is taken from its events'
+# start times, which a corrupt duration (1e308, a wrapped counter) cannot stretch; the margin is
+# wide because a range may legitimately hold a long idle tail after the last event that starts in
+# it (50 times the starts' span in this project's synthetic traces, 1.002 in the real ones).
+# ProfilerStep ranges are exempt: the profiler writes the end of the step it stops in late (13 s
+# in a 355 ms trace), and steps.py cuts such a step at the trace's end.
+_OVERLONG_FACTOR = 1000
+_OVERLONG = (f"a duration longer than the trace (over {_OVERLONG_FACTOR} times the span of its "
+             "events' start times)")
 # What _number() accepts, as exact types (the decoder makes no subclasses): bool is not a number.
 _NUMBER_TYPES = frozenset({int, float})
 
@@ -383,7 +393,10 @@ def _read_events(path, trace: Trace) -> None:
         # This loop runs once per event (millions): hence local names and no helper calls on
         # the common path; where a value has an unusual type, the general code decides.
         for raw in batch:
-            if type(raw) is not dict or raw.get("ph") != "X":
+            if type(raw) is not dict:
+                skipped[_NOT_AN_OBJECT] = skipped.get(_NOT_AN_OBJECT, 0) + 1  # said, never lost
+                continue
+            if raw.get("ph") != "X":
                 continue
             raw_cat = raw.get("cat", "")
             kind = kinds.get(raw_cat) if type(raw_cat) is str else None
@@ -435,7 +448,35 @@ def _read_events(path, trace: Trace) -> None:
             if (cat == "kernel" or interned in GEMM_OPS) and type(args) is dict:
                 event.info = event_info(cat, interned, args, infos)
             bucket.append(event)
-    for name in ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames"):
-        events = getattr(trace, name)
-        events.sort(key=lambda e: (e.ts, -e.dur))  # a parent before its child at equal starts
+    lists = ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames")
+    for name in lists:
+        getattr(trace, name).sort(key=lambda e: (e.ts, -e.dur))  # a parent before its child
+    limit = _duration_limit([getattr(trace, name) for name in lists])
+    for name in lists:
+        events = _drop_overlong(getattr(trace, name), limit, trace, name == "device")
         setattr(trace, name, _drop_copies(events, skipped))
+
+
+def _duration_limit(sorted_lists: list[list[Event]]) -> float | None:
+    """The longest duration an event of the trace can have (see _OVERLONG_FACTOR), from the
+    span of the events' starts (each list sorted by start); None where every event starts at one
+    instant: nothing to judge a duration by."""
+    firsts = [events[0].ts for events in sorted_lists if events]
+    lasts = [events[-1].ts for events in sorted_lists if events]
+    span = max(lasts, default=0.0) - min(firsts, default=0.0)
+    return _OVERLONG_FACTOR * span if span > 0 else None
+
+
+def _drop_overlong(events: list[Event], limit: float | None, trace: Trace,
+                   device: bool) -> list[Event]:
+    """`events` without those longer than `limit`, counted in trace.skipped: one such kernel
+    or op would make every sum it is in a 300-digit number."""
+    if limit is None:
+        return events
+    kept = [e for e in events if e.dur <= limit or e.name.startswith("ProfilerStep#")]
+    dropped = len(events) - len(kept)
+    if dropped:
+        trace.skipped[_OVERLONG] = trace.skipped.get(_OVERLONG, 0) + dropped
+        if device:
+            trace.skipped_device[_OVERLONG] = trace.skipped_device.get(_OVERLONG, 0) + dropped
+    return kept
