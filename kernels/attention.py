@@ -174,6 +174,16 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return prepare_flash_attention(q, k, v, causal=True)
 
 
+def _prepare_triton_train(case: Case, inputs: Inputs):
+    """Training: the Triton forward that also keeps each row's log-sum-exp, and the
+    FlashAttention-2 backward (delta, dk/dv per key block, dq per query block: no atomics),
+    through torch.autograd.Function (flash_attention_bwd.py)."""
+    from kernels.triton.flash_attention_bwd import prepare_flash_attention_train
+
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]  # (B, H, S, D)
+    return prepare_flash_attention_train(q, k, v, causal=True)
+
+
 _SDPA_DESCRIPTIONS = {
     "sdpa": "F.scaled_dot_product_attention(is_causal=True): SDPA picks the backend "
             "(see the backend column)",
@@ -201,4 +211,7 @@ for _name, _backend in SDPA_BACKENDS.items():
 register_variant(Variant(OP, "triton_flash", "triton", _prepare_triton,
                          supports=lambda c: triton_runtime.supports(c, head_dim=("D", c["D"])),
                          description="Triton FlashAttention-2-style forward: online softmax, "
-                                     "causal tiles above the diagonal skipped"))
+                                     "causal tiles above the diagonal skipped; training: the "
+                                     "FlashAttention-2 backward (dk/dv per key block, dq per "
+                                     "query block)",
+                         prepare_train=_prepare_triton_train))

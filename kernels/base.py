@@ -16,6 +16,11 @@ from kernels.names import DTYPE_NAMES, DTYPE_SHORT, Value
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 FAMILIES = ("eager", "library", "compile", "triton")
+# What a call of a case runs (a case axis, `suite.modes`): the forward under no_grad (inference,
+# the default: ids and results of such cases are as they always were), the forward recording
+# autograd's graph, the backward of a stored forward, or one training step (forward + backward).
+MODES = ("fwd_nograd", "fwd", "bwd", "fwd_bwd")
+DEFAULT_MODE = "fwd_nograd"
 # A categorical parameter's values appear in case ids and file names as they are.
 CHOICE = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -43,10 +48,18 @@ class Case:
     dtype: str
     device: str
     seed: int = 0
+    mode: str = DEFAULT_MODE
 
     @classmethod
-    def make(cls, op: str, params: Mapping[str, Value], dtype: str, device: str, seed: int = 0):
-        return cls(op, tuple((k, as_value(v)) for k, v in params.items()), dtype, device, seed)
+    def make(cls, op: str, params: Mapping[str, Value], dtype: str, device: str, seed: int = 0,
+             mode: str = DEFAULT_MODE):
+        return cls(op, tuple((k, as_value(v)) for k, v in params.items()), dtype, device, seed,
+                   mode)
+
+    @property
+    def trains(self) -> bool:
+        """Autograd records the call (every mode but fwd_nograd): the inputs require grad."""
+        return self.mode != DEFAULT_MODE
 
     def __getitem__(self, name: str) -> Value:
         for key, value in self.params:
@@ -69,8 +82,10 @@ class Case:
 
     @property
     def id(self) -> str:
-        """Stable, readable, file-name safe: `M1024-N1024-K1024-bf16`, `T1024-D768-rms-fp32`."""
-        return f"{params_id(self.params)}-{DTYPE_SHORT[self.dtype]}"
+        """Stable, readable, file-name safe: `M1024-N1024-K1024-bf16`, `T1024-D768-rms-fp32`,
+        and the mode after the dtype unless it is the default: `T1024-D768-rms-fp32-fwd_bwd`."""
+        mode = "" if self.mode == DEFAULT_MODE else f"-{self.mode}"
+        return f"{params_id(self.params)}-{DTYPE_SHORT[self.dtype]}{mode}"
 
 
 class Op:
@@ -175,11 +190,30 @@ class Variant:
     # The (M, N, K) of the GEMM kernels a call launches that no aten op names (a Triton GEMM),
     # in launch order: the profile then gives each its achieved TFLOP/s (gemm_rates.py).
     gemm_shapes: Callable[[Case], tuple[tuple[int, int, int], ...]] | None = None
+    # The prepare used when the case trains (Case.trains): None means `prepare` itself, which
+    # works for every variant made of torch ops (autograd differentiates them); a Triton
+    # variant must name one wired through torch.autograd.Function, or it is skipped there.
+    prepare_train: Callable[[Case, Inputs], Call] | None = None
+
+    def training_prepare(self) -> Callable[[Case, Inputs], Call] | None:
+        """The prepare for a training mode, or None when the variant has no backward."""
+        if self.prepare_train is not None:
+            return self.prepare_train
+        return None if self.family == "triton" else self.prepare
 
     def __post_init__(self):
         if self.family not in FAMILIES:
             raise ValueError(f"variant {self.op}/{self.name}: family {self.family!r} "
                              f"is not one of {', '.join(FAMILIES)}")
+
+
+def as_parameter(tensor: torch.Tensor) -> torch.nn.Parameter:
+    """A module's parameter over an input tensor: the input itself where the harness made it a
+    parameter (a training mode: its gradient lands on the input the check reads), else a
+    frozen parameter over its storage (inference)."""
+    if isinstance(tensor, torch.nn.Parameter):
+        return tensor
+    return torch.nn.Parameter(tensor, requires_grad=False)
 
 
 def random_tensor(shape, case: Case, generator: torch.Generator, scale: float = 1.0):

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels.base import Case, Inputs, Op, Variant, random_tensor
+from kernels.base import Case, Inputs, Op, Variant, as_parameter, random_tensor
 from kernels.causal_reference import causal_attention
 from kernels.compiled import compile_prepare, cuda_only, eager_prepare
 from kernels.formula import Formula
@@ -124,8 +124,8 @@ class DecoderBlock(nn.Module):
         self.heads = heads
         I, D = inputs["w_gate"].shape
         self.eps = EPS
-        self.norm1 = nn.Parameter(inputs["norm1"], requires_grad=False)  # (D,)
-        self.norm2 = nn.Parameter(inputs["norm2"], requires_grad=False)  # (D,)
+        self.norm1 = as_parameter(inputs["norm1"])  # (D,)
+        self.norm2 = as_parameter(inputs["norm2"])  # (D,)
         # Built on the meta device: no throwaway weights are allocated and initialised.
         self.qkv = nn.Linear(D, 3 * D, bias=False, device="meta")
         self.o = nn.Linear(D, D, bias=False, device="meta")
@@ -134,7 +134,7 @@ class DecoderBlock(nn.Module):
         self.down = nn.Linear(I, D, bias=False, device="meta")
         for layer, key in ((self.qkv, "w_qkv"), (self.o, "w_o"), (self.gate, "w_gate"),
                            (self.up, "w_up"), (self.down, "w_down")):
-            layer.weight = nn.Parameter(inputs[key], requires_grad=False)
+            layer.weight = as_parameter(inputs[key])
 
     def forward(self, x):  # x (B, S, D)
         B, S, D = x.shape
@@ -202,6 +202,35 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return block
 
 
+def _prepare_triton_train(case: Case, inputs: Inputs):
+    """Training: the same block on the Triton kernels that have a backward, each through
+    torch.autograd.Function: RMSNorm (rmsnorm_bwd.py), the GEMMs (gemm_bwd.py), attention
+    (flash_attention_bwd.py) and gelu*mul (geglu_bwd.py). The residual adds and the gate/up pair
+    are separate here: the forward's fused epilogues have no backward of their own."""
+    from kernels.triton.flash_attention_bwd import flash_attention_train
+    from kernels.triton.geglu_bwd import geglu_train
+    from kernels.triton.gemm_bwd import matmul_bias_train
+    from kernels.triton.rmsnorm_bwd import rms_norm_train
+
+    x = inputs["x"]
+    B, S, D = x.shape
+    H, T = case["H"], B * S
+    norm1, norm2 = inputs["norm1"], inputs["norm2"]
+    wqkv, wo, wg, wu, wd = (inputs[k] for k in ("w_qkv", "w_o", "w_gate", "w_up", "w_down"))
+
+    def block():
+        x2 = x.reshape(T, D)
+        qkv = matmul_bias_train(rms_norm_train(x2, norm1, EPS), wqkv.t())  # (T, 3D)
+        q, k, v = qkv.view(B, S, 3, H, D // H).permute(2, 0, 3, 1, 4)
+        a = flash_attention_train(q, k, v, causal=True).transpose(1, 2).reshape(T, D)
+        h = x2 + matmul_bias_train(a, wo.t())  # (T, D)
+        n2 = rms_norm_train(h, norm2, EPS)
+        g = geglu_train(matmul_bias_train(n2, wg.t()), matmul_bias_train(n2, wu.t()))  # (T, I)
+        return (h + matmul_bias_train(g, wd.t())).view(B, S, D)
+
+    return block
+
+
 def _triton_gemms(case: Case) -> tuple[tuple[int, int, int], ...]:
     """The Triton variant's GEMMs in launch order: QKV, O, gate and up fused, down."""
     T, D, I = case["B"] * case["S"], case["D"], case["I"]
@@ -225,4 +254,6 @@ register_variant(Variant(OP, "triton", "triton", _prepare_triton,
                          gemm_shapes=_triton_gemms,
                          description="this project's Triton kernels: rms_norm, QKV GEMM, flash "
                                      "attention on strided views, GEMMs with residual epilogues, "
-                                     "fused GeGLU GEMM"))
+                                     "fused GeGLU GEMM; training: every kernel's backward "
+                                     "(norm, GEMMs, flash attention, gelu*mul)",
+                         prepare_train=_prepare_triton_train))

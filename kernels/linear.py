@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from kernels.base import Case, Inputs, Op, Variant, random_tensor
+from kernels.base import Case, Inputs, Op, Variant, as_parameter, random_tensor
 from kernels.compiled import compile_prepare, eager_prepare
 from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
@@ -47,8 +47,8 @@ def _module_parts(case: Case, inputs: Inputs):
     """The module whose parameters ARE the input tensors, not copies: every variant reads the same
     tensors, and a test that refills them in place sees the change."""
     module = nn.Linear(case["IN"], case["OUT"], bias=True, device="meta")
-    module.weight = nn.Parameter(inputs["weight"], requires_grad=False)
-    module.bias = nn.Parameter(inputs["bias"], requires_grad=False)
+    module.weight = as_parameter(inputs["weight"])
+    module.bias = as_parameter(inputs["bias"])
     return module, (inputs["x"],)
 
 
@@ -60,6 +60,15 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return prepare_matmul_bias_act(x, w_t, b)  # checked once: a call only launches
 
 
+def _prepare_triton_train(case: Case, inputs: Inputs):
+    """Training: the Triton GEMM forward and backward through torch.autograd.Function
+    (gemm_bwd.py), the (OUT, IN) weight read as an (IN, OUT) view, its gradient (OUT, IN)."""
+    from kernels.triton.gemm_bwd import matmul_bias_train  # lazy: Triton may be missing
+
+    x, w, b = inputs["x"], inputs["weight"], inputs["bias"]
+    return lambda: matmul_bias_train(x, w.t(), b)
+
+
 register_op(Linear())
 register_variant(Variant(OP, "eager", "eager", eager_prepare(_module_parts),
                          description="nn.Linear module (aten::linear -> addmm)"))
@@ -69,4 +78,6 @@ register_variant(Variant(OP, "triton", "triton", _prepare_triton,
                          supports=triton_runtime.supports,
                          gemm_shapes=lambda c: ((c["T"], c["OUT"], c["IN"]),),
                          description="Triton GEMM with the bias in the epilogue, weight read "
-                                     "through its strides"))
+                                     "through its strides; training: dx, dW on the same GEMM, "
+                                     "db one column reduction",
+                         prepare_train=_prepare_triton_train))

@@ -84,6 +84,16 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return _batched(prepare_matmul_bias_act, inputs)
 
 
+def _prepare_triton_train(case: Case, inputs: Inputs):
+    """Training: the Triton GEMM forward and backward (dx, dw on the same GEMM kernel, db one
+    column reduction: gemm_bwd.py), through torch.autograd.Function; ([B,] M, K) folds into M
+    inside."""
+    from kernels.triton.gemm_bwd import matmul_bias_train  # lazy: Triton may be missing
+
+    x, w, b = inputs["x"], inputs["w"], inputs["b"]
+    return lambda: matmul_bias_train(x, w, b)
+
+
 def _prepare_triton_tma(case: Case, inputs: Inputs):
     from kernels.triton.gemm_tma import prepare_matmul_bias_act_tma  # lazy: Triton may be missing
 
@@ -119,7 +129,9 @@ register_variant(Variant(OP, "compile", "compile", compile_prepare(_eager_parts)
                          description="torch.compile of the eager function (default mode)"))
 register_variant(Variant(OP, "triton", "triton", _prepare_triton,
                          supports=triton_runtime.supports, gemm_shapes=_gemm_shape,
-                         description="Triton tiled GEMM, bias added in the epilogue"))
+                         description="Triton tiled GEMM, bias added in the epilogue; training: "
+                                     "dx and dw on the same GEMM, db one column reduction",
+                         prepare_train=_prepare_triton_train))
 register_variant(Variant(OP, "triton_tma", "triton", _prepare_triton_tma,
                          supports=_supports_triton_tma, gemm_shapes=_gemm_shape,
                          description="Triton persistent GEMM on Hopper: TMA tensor descriptors, "

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels.base import Case, Inputs, Op, Variant, random_tensor
+from kernels.base import Case, Inputs, Op, Variant, as_parameter, random_tensor
 from kernels.compiled import compile_prepare, eager_prepare
 from kernels.formula import Formula
 from kernels.registry import register_op, register_variant
@@ -69,9 +69,9 @@ class GeGLUModule(nn.Module):
 
     def __init__(self, w_gate, w_up, w_down):
         super().__init__()
-        self.w_gate = nn.Parameter(w_gate, requires_grad=False)
-        self.w_up = nn.Parameter(w_up, requires_grad=False)
-        self.w_down = nn.Parameter(w_down, requires_grad=False)
+        self.w_gate = as_parameter(w_gate)
+        self.w_up = as_parameter(w_up)
+        self.w_down = as_parameter(w_down)
 
     def forward(self, x):  # x (T, D)
         gate = F.linear(x, self.w_gate)  # (T, I)
@@ -91,6 +91,15 @@ def _prepare_triton_geglu(case: Case, inputs: Inputs):
     return lambda: F.linear(geglu(F.linear(x, wg), F.linear(x, wu)), wd)
 
 
+def _prepare_triton_geglu_train(case: Case, inputs: Inputs):
+    """Training: the Triton gelu*mul forward and its elementwise backward (geglu_bwd.py), the
+    GEMMs torch's."""
+    from kernels.triton.geglu_bwd import geglu_train  # lazy: Triton may be missing
+
+    x, wg, wu, wd = (inputs[k] for k in ("x", "w_gate", "w_up", "w_down"))
+    return lambda: F.linear(geglu_train(F.linear(x, wg), F.linear(x, wu)), wd)
+
+
 def _prepare_triton_fused(case: Case, inputs: Inputs):
     from kernels.triton.gemm import prepare_matmul_geglu  # lazy: Triton may be missing
 
@@ -107,7 +116,9 @@ register_variant(Variant(OP, "compile", "compile", compile_prepare(_module_parts
                          description="torch.compile: Inductor fuses gelu*mul into one kernel"))
 register_variant(Variant(OP, "triton_geglu", "triton", _prepare_triton_geglu,
                          supports=triton_runtime.supports,
-                         description="torch GEMMs plus one hand-written Triton gelu*mul kernel"))
+                         description="torch GEMMs plus one hand-written Triton gelu*mul kernel "
+                                     "(and its backward: one elementwise kernel)",
+                         prepare_train=_prepare_triton_geglu_train))
 register_variant(Variant(OP, "triton_fused", "triton", _prepare_triton_fused,
                          supports=triton_runtime.supports,
                          # gate and up: two (T, I, D) products in one kernel; down is an aten op

@@ -116,6 +116,18 @@ def _prepare_triton(case: Case, inputs: Inputs):
     return prepare_rms_norm(x, w, eps)
 
 
+def _prepare_triton_train(case: Case, inputs: Inputs):
+    """The training form: the forward that keeps each row's statistics and the backward kernels
+    (dx, then dW/db in two stages), wired through torch.autograd.Function."""
+    from kernels.triton.layernorm_bwd import prepare_layer_norm_train
+    from kernels.triton.rmsnorm_bwd import prepare_rms_norm_train
+
+    x, w, eps = inputs["x"], inputs["weight"], EPS[case["norm"]]
+    if case["norm"] == "layer":
+        return prepare_layer_norm_train(x, w, inputs["bias"], eps)
+    return prepare_rms_norm_train(x, w, eps)
+
+
 register_op(Norm())
 register_variant(Variant(OP, "eager", "eager", eager_prepare(_unfused_parts),
                          description="the formula op by op (mean, centre, variance, rsqrt, scale, "
@@ -130,4 +142,7 @@ register_variant(Variant(OP, "compile", "compile", compile_prepare(_unfused_part
 register_variant(Variant(OP, "triton", "triton", _prepare_triton,
                          supports=lambda c: triton_runtime.supports(c, row=("D", c["D"])),
                          description="this project's Triton kernels (layernorm.py, rmsnorm.py): "
-                                     "one program per row, statistics in fp32"))
+                                     "one program per row, statistics in fp32; training: "
+                                     "layernorm_bwd.py, rmsnorm_bwd.py (dx per row, dW/db in "
+                                     "two stages)",
+                         prepare_train=_prepare_triton_train))

@@ -1,10 +1,10 @@
 """Config composition with Hydra's Compose API: every documented override, every suite YAML, and
 bad input failing with one line that names the key and the accepted values."""
+import importlib
 from pathlib import Path
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from suites.config.group_choices import check_group_choices
 from suites.common.errors import ConfigError
@@ -13,12 +13,32 @@ from suites.config.run_spec import build_run_spec, suite_spec
 from suites.config.compose import CONF_DIR as CONF, compose
 
 
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+# Every test here composes with Hydra, imported only where it is used: the GPU machine has no
+# hydra-core, and `pytest -m gpu tests` collects this module there too.
+pytestmark = pytest.mark.skipif(not _importable("hydra"), reason="needs hydra-core")
+
+
+def plain(cfg) -> dict:
+    """The composed config as plain dicts and lists, interpolations resolved."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
 def composed(*overrides, hydra=False):
     return compose(list(overrides), hydra_config=hydra)
 
 
 def spec_of(*overrides, out_dir="/tmp/unused"):
-    return build_run_spec(OmegaConf.to_container(composed(*overrides), resolve=True), Path(out_dir))
+    return build_run_spec(plain(composed(*overrides)), Path(out_dir))
 
 
 def test_every_suite_yaml_composes_into_a_spec_on_every_device():
@@ -26,7 +46,7 @@ def test_every_suite_yaml_composes_into_a_spec_on_every_device():
         spec = spec_of(f"suite={path.stem}", "device=cpu")
         assert spec.suite.name == path.stem and spec.cases()
         # The CUDA grid is checked too (without a GPU: the device only picks the grid).
-        cfg = OmegaConf.to_container(composed(f"suite={path.stem}"), resolve=True)["suite"]
+        cfg = plain(composed(f"suite={path.stem}"))["suite"]
         for key in ("sizes", "axes", "dtypes"):
             if key in cfg:
                 cfg[key] = cfg["grids"]["cuda"][key]
@@ -42,7 +62,7 @@ def test_default_cpu_grid():
 
 
 def test_cuda_grid_goes_to_8192_with_float16():
-    cfg = OmegaConf.to_container(composed(), resolve=True)
+    cfg = plain(composed())
     grid = cfg["suite"]["grids"]["cuda"]
     assert max(grid["sizes"]) == 8192 and "float16" in grid["dtypes"]
 
@@ -89,6 +109,11 @@ def test_device_cuda_without_gpu_is_a_clear_error():
     ("suite.sizes=[64,abc]", r"suite.sizes: 'abc' is not a positive integer"),
     ("suite.sizes=[1.5]", r"suite.sizes: 1.5 is not a positive integer"),
     ("suite.sizes=[]", r"suite.sizes: expected a non-empty list"),
+    ("suite.dtypes=[]", r"suite.dtypes: empty list; accepted: float32"),
+    # A size no memory holds is bad input, not a failed row per variant (nor an int64 overflow).
+    ("suite.sizes=[64,10000000000000]", r"suite.sizes: M=10000000000000, N=10000000000000, "
+                                        r"K=10000000000000: its inputs and output alone take "
+                                        r"1.12e\+18 GiB in float32, more than "),
     ("device=tpu", r"device: 'tpu' is not a device; accepted: auto, cpu, cuda"),
     ("timing.budget_s=0", r"timing.budget_s: 0 is not a positive number"),
     # Strict inputs: a switch is true or false, every key is known, nothing is listed twice,
@@ -160,6 +185,21 @@ def test_a_categorical_axis_from_the_command_line():
         spec_of("suite=norm", "suite.axes={T:[8],D:[32],norm:[group]}", "device=cpu")
 
 
+@pytest.mark.parametrize("overrides, message", [
+    (["suite=mlp", "suite.axes=[]"], r"suite.axes: empty list; expected a mapping of axis name "
+                                     r"to a list of values .* e.g. suite.axes=\{T:\[64\],D:"),
+    (["suite=linear", "suite.grids.cpu.axes=[]"], r"suite.axes: empty list"),  # its `auto`
+    (["suite=norm", "suite.axes=[]"], r"suite.axes=\{T:\[64\],D:\[64\],norm:\[layer\]\}"),
+    (["suite=mlp", "suite.axes={T:[],D:[768],I:[3072]}"], r"suite.axes.T: empty list of values"),
+    (["suite=mlp", "suite.axes={T:[1000000000000],D:[768],I:[3072]}"],
+     r"suite.axes: T=1000000000000, D=768, I=3072: its inputs and output alone take"),
+    (["suite.batch=[1,100000000]"], r"suite.sizes: B=100000000, M=64, N=64, K=64: its inputs"),
+])
+def test_an_empty_axis_or_a_shape_past_memory_names_its_key(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        spec_of(*overrides, "device=cpu")
+
+
 def test_axes_values_listed_twice_and_shapes_the_op_cannot_build():
     with pytest.raises(ConfigError, match=r"suite.axes.T: 8 is listed twice"):
         spec_of("suite=norm", "suite.axes={T:[8,8],D:[32],norm:[rms]}", "device=cpu")
@@ -202,3 +242,16 @@ def test_the_ladder_experiment_sweeps_every_block_in_ladder_order():
     assert [job[0] for job in jobs] == [f"suite={name}" for name in registry.op_names()]
     assert str(primary.hydra.sweep.dir).startswith("results/ladder/")
     check_multirun(["-m", "experiment=ladder", "device=cpu"], CONF)  # every job composes
+
+
+def test_the_training_ladder_sweeps_every_block_in_every_training_mode():
+    from suites.config.command_line import check_multirun
+    from suites.config.hydra_sweep import planned_jobs, sweep_params
+    primary = compose(["experiment=ladder_train"], hydra_config=True)
+    jobs = planned_jobs(["experiment=ladder_train", "device=cpu"], sweep_params(primary))
+    assert {job[1] for job in jobs} == {"suite.modes=[fwd,bwd,fwd_bwd]"}
+    assert [job[0] for job in jobs] == [f"suite={name}" for name in
+                                        ("matmul_add", "linear", "mlp", "attention", "norm",
+                                         "block")]
+    assert str(primary.hydra.sweep.dir).startswith("results/ladder_train/")
+    check_multirun(["-m", "experiment=ladder_train", "device=cpu"], CONF)

@@ -219,10 +219,14 @@ def test_a_replay_profile_that_missed_the_graphs_kernels_is_emptied_and_said():
 
 
 def test_a_cuda_run_keeps_cupti_between_profiler_sessions(monkeypatch):
+    """Only a CUDA run with a variant that replays a CUDA graph keeps CUPTI attached: in any
+    other its callbacks would only add to every launch timed after the first profile."""
     from suites.harness.cuda_graphs import keep_cupti_between_sessions
 
     monkeypatch.delenv("TEARDOWN_CUPTI", raising=False)
     keep_cupti_between_sessions("cpu")
+    assert "TEARDOWN_CUPTI" not in os.environ
+    keep_cupti_between_sessions("cuda", replaying=False)
     assert "TEARDOWN_CUPTI" not in os.environ
     keep_cupti_between_sessions("cuda")
     assert os.environ["TEARDOWN_CUPTI"] == "0"
@@ -278,6 +282,6 @@ def test_the_cuda_path_end_to_end_on_a_grid_clock(monkeypatch):
         # sample is asked to span at least half the target, not exactly it.
         assert share.calls * 6.0 >= 0.5 * event_clock.SPAN_STEPS * 0.5
         assert share.calls * len(share.times_us) <= 400 + share.calls  # sized in calls
-        figure = sum(share.times_us) / len(share.times_us)
+        figure = sorted(share.times_us)[len(share.times_us) // 2]  # a busy machine's blocks aside
         assert 5.5 < figure < 12.0  # the spin, plus a little loop overhead
         assert any(t % 0.5 > 1e-9 for t in share.times_us)  # averaged off the grid

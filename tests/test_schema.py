@@ -17,7 +17,8 @@ from suites.results.row import PARTS, Check, ProfileStats, ResultRow, Roofline, 
 from suites.results.reader import RunFolder
 from suites.results.tables import measurements_frame
 
-NOT_COLUMNS = {"params", "problem"} | set(PARTS)  # a part, the params dict, Check's reason
+# A part, the params dict, Check's reason, the per-tensor gradient errors (grad_errors says them).
+NOT_COLUMNS = {"params", "problem", "grad_by_tensor"} | set(PARTS)
 
 
 def test_every_column_is_a_field_of_exactly_its_part_and_back():

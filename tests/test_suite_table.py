@@ -32,7 +32,7 @@ def test_the_command_line_accepts_exactly_the_suites():
 
 def test_suites_are_in_ladder_order_and_unknown_ones_list_the_known():
     assert suite_names()[:4] == ["matmul_add", "linear", "mlp", "attention"]
-    assert suite_names()[-1] == "block"
+    assert suite_names()[-2:] == ["block", "launch"]  # the launch floor after the blocks
     assert get_suite("norm").op.size_axis == "T"
     with pytest.raises(ConfigError, match="suite=nope: unknown suite; accepted: matmul_add, linear"):
         get_suite("nope")

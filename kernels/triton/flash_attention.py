@@ -7,6 +7,9 @@ the max grows (online softmax). The (S, S) score matrix never reaches global mem
 Causal attention is split by block: K/V tiles wholly below the diagonal run without any mask,
 the tiles on the diagonal apply the element mask, and tiles above it are never visited. The
 softmax uses exp2 with log2(e) folded into the scale (one multiply saved per score).
+
+For training, the same kernel also stores each query row's log-sum-exp (STORE_LSE), all that
+the backward (flash_attention_bwd.py) needs to recompute the softmax without the (S, S) matrix.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from kernels.triton import targets
 from kernels.triton.runtime import MAX_HEAD_DIM, check_tensors, kernels_interpreted
 
 _LOG2E = 1.4426950408889634
+_LN2: tl.constexpr = tl.constexpr(0.6931471805599453)  # a constant inside the kernels
 
 
 @triton.jit
@@ -117,6 +121,7 @@ def _program_tile(CAUSAL: tl.constexpr):
 @triton.jit
 def _attn_fwd_kernel(
     q_ptr, k_ptr, v_ptr, o_ptr,  # (B, H, S, D) each, any strides
+    lse_ptr,  # (B, H, S) fp32, contiguous: written when STORE_LSE, else None
     stride_qb, stride_qh, stride_qm, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
     stride_vb, stride_vh, stride_vn, stride_vd,
@@ -127,6 +132,7 @@ def _attn_fwd_kernel(
     PAD_D: tl.constexpr,  # BLOCK_D != HEAD_DIM: mask the padded head-dim lanes
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # BLOCK_M % BLOCK_N == 0
     CAUSAL: tl.constexpr, UPCAST: tl.constexpr, EXACT_FP32: tl.constexpr,
+    STORE_LSE: tl.constexpr,  # training: keep each row's log-sum-exp for the backward
 ):
     off_b, off_h, start_m = _program_tile(CAUSAL)
     # int64: batch/head offsets of large tensors can pass 2**31 elements.
@@ -172,6 +178,12 @@ def _attn_fwd_kernel(
     o_ptrs = o_base + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
     tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty),
              mask=(offs_m[:, None] < seq_len) & (offs_d[None, :] < HEAD_DIM))
+    if STORE_LSE:
+        # log sum_j exp(q.k_j * sm_scale), natural log: m_i and log2(l_i) are in log2 units.
+        # The rows of (batch, head) are contiguous, and H is the grid's axis 1.
+        lse = (m_i + tl.math.log2(l_i)) * _LN2
+        row0 = (off_b * tl.num_programs(axis=1) + off_h) * seq_len
+        tl.store(lse_ptr + row0 + offs_m, lse, mask=offs_m < seq_len)
 
 
 def _cuda_configs() -> list:
@@ -243,8 +255,19 @@ def prepare_flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return partial(_launch, q, k, v, causal, sm_scale)
 
 
+def flash_attention_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True,
+                        sm_scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training forward: `flash_attention`'s output and each query row's log-sum-exp of
+    its scaled (masked) scores, (B, H, S) fp32, which the backward recomputes P from."""
+    _check(q, k, v, sm_scale)
+    B, H, S, _ = q.shape
+    lse = torch.empty((B, H, S), dtype=torch.float32, device=q.device)
+    return _launch(q, k, v, causal, sm_scale, lse), lse
+
+
 def _launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-            sm_scale: float | None) -> torch.Tensor:
+            sm_scale: float | None, lse: torch.Tensor | None = None) -> torch.Tensor:
+    """lse: a contiguous (B, H, S) fp32 tensor to store the rows' log-sum-exp in, or None."""
     B, H, S, D = q.shape
     # Stored as (B, S, H, D) and returned as its (B, H, S, D) view, as SDPA does: a caller that
     # merges heads (transpose(1, 2).reshape(B * S, H * D)) then gets a view, not a copy.
@@ -258,10 +281,12 @@ def _launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     # fp32 inputs: ~fp32-accurate dots (no plain TF32), so fp32 results match a fp32 reference.
     upcast = kernels_interpreted() and q.dtype == torch.bfloat16
     exact_fp32 = q.dtype == torch.float32 or upcast
-    args = (q, k, v, out, *q.stride(), *k.stride(), *v.stride(), *out.stride(), S, qk_scale,
+    args = (q, k, v, out, lse, *q.stride(), *k.stride(), *v.stride(), *out.stride(), S, qk_scale,
             triton.next_power_of_2(B * H))
+    # The training forward (lse a tensor, not None) tunes apart from inference without a key of
+    # its own: the autotuner adds every tensor argument's dtype to the key.
     meta = dict(HEAD_DIM=D, BLOCK_D=BLOCK_D, PAD_D=BLOCK_D != D, CAUSAL=bool(causal), UPCAST=upcast,
-                EXACT_FP32=exact_fp32)
+                EXACT_FP32=exact_fp32, STORE_LSE=lse is not None)
     if kernels_interpreted():
         grid = (triton.cdiv(S, _INTERPRET_BLOCK_M), H, B)
         _attn_fwd_launch[grid](*args, BLOCK_M=_INTERPRET_BLOCK_M, BLOCK_N=_INTERPRET_BLOCK_N, **meta)

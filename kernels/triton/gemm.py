@@ -36,7 +36,9 @@ GEMM_CONFIGS = INTERPRETER_CONFIGS if kernels_interpreted() else [
 ]
 # B's strides are in the key so a row-major B and a transposed view (an nn.Linear weight.t())
 # tune separately: the best tiles differ with the layout. M, N, K already fix them otherwise.
-TUNE_KEY = ["M", "N", "K", "stride_bk", "stride_bn"]
+# A's too, for the backward (gemm_bwd.py): its dw = x^T @ dy reads A transposed, and at a square
+# shape would otherwise take the config the forward tuned for a row-major A.
+TUNE_KEY = ["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn"]
 
 
 @triton.autotune(configs=GEMM_CONFIGS, key=TUNE_KEY,

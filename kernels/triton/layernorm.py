@@ -17,19 +17,10 @@ from kernels.triton.rowwise import prepare_rows
 
 
 @triton.jit
-def _layer_norm_fwd_kernel(
-    x_ptr,  # (n_rows, D), row stride stride_xm, unit column stride
-    w_ptr,  # (D,) contiguous
-    b_ptr,  # (D,) contiguous; unread unless HAS_BIAS
-    y_ptr,  # (n_rows, D), row stride stride_ym, unit column stride
-    stride_xm,
-    stride_ym,
-    D,
-    eps,
-    HAS_BIAS: tl.constexpr,
-    BLOCK_SIZE: tl.constexpr,  # next power of two >= D
-):
-    row = tl.program_id(axis=0).to(tl.int64)  # int64: row * stride can pass 2**31
+def _layer_norm_row(x_ptr, w_ptr, b_ptr, row, stride_xm, D, eps,
+                    HAS_BIAS: tl.constexpr, BLOCK_SIZE: tl.constexpr):
+    """(y in fp32 (BLOCK_SIZE,), mean, rstd) of one row: the forward's math, shared by the
+    inference kernel below and the training one (layernorm_bwd.py), so the two agree exactly."""
     cols = tl.arange(0, BLOCK_SIZE)  # (BLOCK_SIZE,)
     mask = cols < D
     # fp32 statistics: fp16 sums overflow past 65504, and bf16 keeps only 8 mantissa bits.
@@ -44,7 +35,26 @@ def _layer_norm_fwd_kernel(
     y = xc * rstd * w  # (BLOCK_SIZE,) fp32
     if HAS_BIAS:
         y += tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    return y, mean, rstd
+
+
+@triton.jit
+def _layer_norm_fwd_kernel(
+    x_ptr,  # (n_rows, D), row stride stride_xm, unit column stride
+    w_ptr,  # (D,) contiguous
+    b_ptr,  # (D,) contiguous; unread unless HAS_BIAS
+    y_ptr,  # (n_rows, D), row stride stride_ym, unit column stride
+    stride_xm,
+    stride_ym,
+    D,
+    eps,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,  # next power of two >= D
+):
+    row = tl.program_id(axis=0).to(tl.int64)  # int64: row * stride can pass 2**31
+    y, _, _ = _layer_norm_row(x_ptr, w_ptr, b_ptr, row, stride_xm, D, eps, HAS_BIAS, BLOCK_SIZE)
+    cols = tl.arange(0, BLOCK_SIZE)
+    tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=cols < D)
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,

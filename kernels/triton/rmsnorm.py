@@ -17,6 +17,22 @@ from kernels.triton.rowwise import prepare_rows
 
 
 @triton.jit
+def _rms_norm_row(x_ptr, w_ptr, row, stride_xm, D, eps, BLOCK_SIZE: tl.constexpr):
+    """(y in fp32 (BLOCK_SIZE,), rstd) of one row: the forward's math, shared by the inference
+    kernel below and the training one (rmsnorm_bwd.py), so the two agree exactly."""
+    cols = tl.arange(0, BLOCK_SIZE)  # (BLOCK_SIZE,)
+    mask = cols < D
+    # Statistics in fp32: a sum of D squares in fp16 overflows (max 65504) and bf16 has
+    # only 8 bits of mantissa.
+    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
+    mean_sq = tl.sum(x * x, axis=0) / D  # scalar; masked lanes are 0 so divide by D, not BLOCK_SIZE
+    rstd = 1.0 / tl.sqrt(mean_sq + eps)  # scalar
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    y = x * rstd * w  # (BLOCK_SIZE,) fp32
+    return y, rstd
+
+
+@triton.jit
 def _rms_norm_fwd_kernel(
     x_ptr,  # (n_rows, D), row stride stride_xm, unit column stride
     w_ptr,  # (D,) contiguous
@@ -28,16 +44,9 @@ def _rms_norm_fwd_kernel(
     BLOCK_SIZE: tl.constexpr,  # next power of two >= D
 ):
     row = tl.program_id(axis=0).to(tl.int64)  # int64: row * stride can pass 2**31
-    cols = tl.arange(0, BLOCK_SIZE)  # (BLOCK_SIZE,)
-    mask = cols < D
-    # Statistics in fp32: a sum of D squares in fp16 overflows (max 65504) and bf16 has
-    # only 8 bits of mantissa.
-    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-    mean_sq = tl.sum(x * x, axis=0) / D  # scalar; masked lanes are 0 so divide by D, not BLOCK_SIZE
-    rstd = 1.0 / tl.sqrt(mean_sq + eps)  # scalar
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    y = x * rstd * w  # (BLOCK_SIZE,) fp32
-    tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    y, _ = _rms_norm_row(x_ptr, w_ptr, row, stride_xm, D, eps, BLOCK_SIZE)
+    cols = tl.arange(0, BLOCK_SIZE)
+    tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=cols < D)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

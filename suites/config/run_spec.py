@@ -4,13 +4,14 @@ work starts."""
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Mapping
 
 import torch
 
 from kernels import registry
-from kernels.base import DTYPES, Value
+from kernels.base import DEFAULT_MODE, DTYPES, MODES, Case, Value
 from suites.common.errors import ConfigError
 from suites.results.journal import COMPLETE, still_running
 from suites.harness.contention import usable_cpus
@@ -28,7 +29,8 @@ DEVICES = ("auto", "cpu", "cuda")
 KNOWN_KEYS = {
     "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
                "resume"),
-    "suite": ("name", "op", "sizes", "axes", "dtypes", "variants", "reference", "grids", "batch"),
+    "suite": ("name", "op", "sizes", "axes", "dtypes", "modes", "variants", "reference", "grids",
+              "batch"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
                "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s",
                "aa_control"),
@@ -73,15 +75,28 @@ def _device_default(suite_cfg: Mapping, key: str, device: str):
     return grid[key]
 
 
-def _dtypes(value) -> tuple[str, ...]:
+def _choices(value, key: str, what: str, accepted) -> tuple[str, ...]:
+    """A list of names from `accepted` (one name alone is a list of one): unknown names, an
+    empty list and repeats refused, naming `suite.<key>`."""
     values = value if isinstance(value, (list, tuple)) else [value]
-    for dtype in values:
-        if dtype not in DTYPES:
-            raise ConfigError(f"suite.dtypes: unknown dtype {dtype!r}; accepted: {', '.join(DTYPES)}")
+    for name in values:
+        if name not in accepted:
+            raise ConfigError(f"suite.{key}: unknown {what} {name!r}; accepted: "
+                              f"{', '.join(accepted)}")
     if not values:
-        raise ConfigError("suite.dtypes: empty list; accepted: " + ", ".join(DTYPES))
-    no_duplicates(values, "suite.dtypes")
+        raise ConfigError(f"suite.{key}: empty list; accepted: " + ", ".join(accepted))
+    no_duplicates(values, f"suite.{key}")
     return tuple(values)
+
+
+def _dtypes(value) -> tuple[str, ...]:
+    return _choices(value, "dtypes", "dtype", DTYPES)
+
+
+def _modes(value) -> tuple[str, ...]:
+    """suite.modes: what a call runs (kernels/base.py MODES); fwd_nograd, the inference
+    forward, where a suite does not say."""
+    return _choices(value, "modes", "mode", MODES)
 
 
 def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
@@ -125,24 +140,58 @@ def _batched(shapes: list[dict[str, Value]], batch, op) -> list[dict[str, Value]
             for b in sizes for shape in shapes]
 
 
+def device_memory(device: str) -> tuple[int, str]:
+    """(bytes, what they are) of the memory a case's tensors must fit in on `device`: the GPU's
+    own, or the machine's RAM. A CUDA grid checked without a GPU (the tests, gpu_check's plans
+    on a CPU) gets the most bytes a tensor can index, int64's limit, so only a size that
+    overflows it is refused there."""
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            return 2**63 - 1, "a tensor's int64 byte limit"
+        total = torch.cuda.get_device_properties(0).total_memory
+        return total, f"the GPU's {total / 2**30:.0f} GiB"
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return total, f"this machine's {total / 2**30:.0f} GiB of RAM"
+
+
+def _fits_memory(shapes, dtypes: tuple[str, ...], op, device: str, where: str) -> None:
+    """Each shape's inputs and output, which a call holds at once (the op's ideal bytes, at the
+    widest dtype of the run), must fit in the device's memory. A shape past it can never be
+    allocated: `suite.sizes=[10000000000000]` would be a failed row for every variant after the
+    inputs' allocation failed (or an int64 overflow of M*K), so it is bad input, refused here."""
+    limit, named = device_memory(device)
+    widest = max(dtypes, key=lambda d: DTYPES[d].itemsize)
+    for shape in shapes:
+        try:  # an op whose model cannot say (a user's formula) is left to the run
+            need = op.bytes_ideal(Case.make(op.name, shape, widest, device))
+        except Exception:
+            continue
+        if need > limit:
+            raise ConfigError(f"{where}: {params_text(shape)}: its inputs and output alone take "
+                              f"{need / 2**30:.3g} GiB in {widest}, more than {named}")
+
+
 def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
     check_keys(suite_cfg, "suite")
     op = get_suite(_require(suite_cfg, "name", "suite"), suite_cfg.get("op")).op
     shapes = _shapes(suite_cfg, op, device)
     if "batch" in suite_cfg:
         shapes = _batched(shapes, suite_cfg["batch"], op)
+    where = "suite.sizes" if "sizes" in suite_cfg else "suite.axes"
     for shape in shapes:  # a shape the op cannot build fails here, not as failed rows
         problem = op.shape_problem(shape)
         if problem:
-            where = "suite.sizes" if "sizes" in suite_cfg else "suite.axes"
             raise ConfigError(f"{where}: {params_text(shape)}: {problem}")
     variants, baseline = _variants(_require(suite_cfg, "variants", "suite"), op.name)
+    dtypes = _dtypes(_device_default(suite_cfg, "dtypes", device))
+    _fits_memory(shapes, dtypes, op, device, where)
     return SuiteSpec(
         name=op.name,
         shapes=tuple(tuple(s.items()) for s in shapes),
-        dtypes=_dtypes(_device_default(suite_cfg, "dtypes", device)),
+        dtypes=dtypes,
         variants=variants, baseline=baseline,
         reference=reference_shape(suite_cfg.get("reference"), op),
+        modes=_modes(suite_cfg.get("modes", DEFAULT_MODE)),
     )
 
 
@@ -265,7 +314,7 @@ def same_config(state: dict, config: dict) -> bool:
 
 
 # Keys a newer version added, as an older run (whose config lacks them) ran: their defaults.
-ADDED_KEYS = {"timing.aa_control": False}
+ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE]}
 
 
 def _first_difference(then, now, where: str) -> str | None:

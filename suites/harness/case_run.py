@@ -18,7 +18,7 @@ import torch
 from kernels.base import Case, Op, Variant
 from suites.harness import timing
 from suites.harness.timing import clock_floor
-from suites.harness.case_clock import NO_LIMIT, CaseClock
+from suites.harness.case_clock import NO_LIMIT, CaseClock, deadline_passed
 from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
 from suites.harness.variant_passes import Prepared, prepare, profile, release, short_error
@@ -75,16 +75,16 @@ def _prepare_all(op: Op, variants: list[Variant], case: Case, spec: RunSpec,
     # One fresh dynamo per case, before any variant compiles: after 8 shapes of one function
     # it silently falls back to eager, and the sweep would time eager under a compile label.
     torch._dynamo.reset()
-    prepared, baseline_err = [], None
+    prepared, baseline_err, baseline_grads = [], None, None
     for variant in variants:
         if clock.over():  # a failed row that says so, and the case goes on to what it has
             p = Prepared(new_row(spec.suite.name, case, variant, op, spec.timing.threads), variant)
             p.row.status, p.row.reason = Status.FAILED, clock.reason("not prepared")
             prepared.append(p)
             continue
-        p = prepare(op, variant, case, spec, baseline_err)
+        p = prepare(op, variant, case, spec, baseline_err, baseline_grads)
         if variant.name == spec.suite.baseline and p.contender is not None:
-            baseline_err = p.row.check.scaled_err
+            baseline_err, baseline_grads = p.row.check.scaled_err, p.row.grad_by_tensor
         prepared.append(p)
     return prepared
 
@@ -196,6 +196,12 @@ def remeasure(outcome: CaseOutcome, op: Op, variants: list[Variant], spec: RunSp
     The first pass's first call, correctness check and profile stand."""
     case = outcome.case
     timed = {r.variant for r in outcome.rows if r.status in (Status.OK, Status.NOISY)}
+    if deadline_passed():  # checked before it starts: the first pass's rows stand as they are
+        for name in timed:
+            outcome.notes[name] = "; ".join(n for n in (
+                outcome.notes.get(name), "re-measure not started: the run's deadline had passed")
+                if n)
+        return
     clock = CaseClock(spec.timing.case_timeout_s)  # the same limit for the second pass
     prepared = _prepare_all(op, [v for v in variants if v.name in timed], case, spec, clock)
     first = max((s.round for s in outcome.slots), default=-1) + 1

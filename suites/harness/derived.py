@@ -29,7 +29,7 @@ def new_row(suite: str, case: Case, variant: Variant, op: Op, threads: int) -> R
                         bytes_moved=op.bytes_moved(case, variant.name), intensity=flops / nbytes)
     return ResultRow(suite=suite, op=case.op, case_id=case.id, variant=variant.name,
                      family=variant.family, dtype=case.dtype, device=case.device,
-                     params=case.values, roofline=roofline, threads=threads)
+                     params=case.values, roofline=roofline, threads=threads, mode=case.mode)
 
 
 def work_us(row: ResultRow) -> float:

@@ -3,9 +3,11 @@ interleaved rounds, profiled), its rows appended to the tables as it finishes; r
 the cases whose rounds were contended; probe the peaks again and keep the best; derive, find,
 and write the tables whole. One case at a time on one device.
 
-Nothing measured is lost: a case's rows are on disk when the next case starts (journal.py). A
-signal stops the run after the case in flight (stopping.py); then, or when the harness itself
-fails, the tables are written whole over the cases that finished and run.json says the run was
+Nothing measured is lost: a case's rows are on disk when the next case starts (journal.py),
+written before its profiles are read, and a trace reader, detector or derived column that
+raises is a step_failed finding on its row, never a lost run (guarded_steps.py). A signal stops
+the run after the case in flight (stopping.py); then, or when the harness itself fails, the
+tables are written whole over the cases that finished and run.json says the run was
 interrupted or failed."""
 from __future__ import annotations
 
@@ -19,13 +21,15 @@ import torch
 
 from kernels import registry
 from suites.traces.findings import find_all
+from suites.harness.guarded_steps import FailureLines, derive_rows, once_each, read
 from suites.traces.findings.measured import ROW_CODES, row_findings
 from suites.harness.calibration import best_peaks, calibrate
 from suites.harness.case_run import CaseOutcome, remeasure, run_case
+from suites.harness.compile_pool import limit_compile_pool
 from suites.harness.contention import LoadMeter
-from suites.harness.derived import derive
 from suites.harness.device_lock import exclusive_device
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
+from suites.harness.launch_floor import recorded_floors
 from suites.harness.progress import CaseWork, Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.harness.cuda_graphs import keep_cupti_between_sessions
@@ -35,7 +39,7 @@ from suites.results.columns import AA_CONTROL, KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
 from suites.results.resume import Previous, read_previous
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
-                                   SAMPLES_CSV, append_tables, write_tables)
+                                   SAMPLES_CSV, append_readings, append_tables, write_tables)
 from suites.results.tables import OPTREE_CSV
 from suites.harness.spec import RunSpec
 
@@ -51,9 +55,14 @@ class RunResult:
 
 def _start(spec: RunSpec, stream) -> dict:
     torch.set_num_threads(spec.timing.threads)  # recorded on every row, and in env.json
-    keep_cupti_between_sessions(torch.device(spec.device).type)
+    op = registry.get_op(spec.suite.name)
+    replaying = any(registry.get_variant(op.name, name).replays for name in spec.suite.variants)
+    keep_cupti_between_sessions(torch.device(spec.device).type, replaying)
+    # Before anything compiles or is timed: no Inductor worker pool starting during the rounds.
+    compile_threads = limit_compile_pool()
     env = describe(spec.device, spec.timing.threads)
     env["threads_rule"] = spec.timing.threads_rule
+    env["inductor_compile_threads"] = compile_threads
     warning = busy_machine_warning(spec.timing.threads, torch.device(spec.device).type,
                                    env["cores_used_by_others"])
     if warning:
@@ -61,6 +70,7 @@ def _start(spec: RunSpec, stream) -> dict:
         env["warning"] = warning
     env.update(suite=spec.suite.name, reference=dict(spec.suite.reference),
                timing=asdict(spec.timing), profile=asdict(spec.profile))
+    env["launch_floors"] = recorded_floors(spec.device)  # what findings measure overhead against
     if spec.calibrate:
         env["peak_probes"] = [calibrate(spec.device, spec.suite.dtypes)]
         env["peaks"] = env["peak_probes"][0]
@@ -85,11 +95,10 @@ def aa_control(baseline):
                                " the run's own A/A")
 
 
-def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, list, list]:
-    samples, rounds, kernels, findings = [], [], [], []
+def _round_tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list]:
+    """samples.csv's and rounds.csv's rows: what the timing rounds measured."""
+    samples, rounds = [], []
     for outcome in outcomes:
-        rows = {r.variant: r for r in outcome.rows}
-        base = rows.get(spec.suite.baseline)
         for slot in outcome.slots:
             keys = dict(zip(KEY, (spec.suite.name, outcome.case.id, slot.variant)))
             samples += [{**keys, "round": slot.round, "sample": i, "time_us": t}
@@ -106,16 +115,29 @@ def _tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, lis
                            "sm_clock_mhz": load.sm_clock_mhz,
                            "clock_limits": "; ".join(clock_limits(load.clock_reasons or 0)),
                            "state": slot.state, "reason": slot.reason})
+    return samples, rounds
+
+
+def _profile_tables(outcomes: list[CaseOutcome], spec: RunSpec) -> tuple[list, list, list]:
+    """kernels.csv's, findings.csv's and optree.csv's rows: what the profiles give, each trace
+    reader and detector guarded, so one that raises is a step_failed finding on its row
+    (guarded_steps.py) and the rest still come."""
+    kernels, findings, optree = [], [], []
+    for outcome in outcomes:
+        base = next((r for r in outcome.rows if r.variant == spec.suite.baseline), None)
+        base_profile = outcome.profiles.get(spec.suite.baseline)
         for row in outcome.rows:
-            keys = dict(zip(KEY, (spec.suite.name, outcome.case.id, row.variant)))
+            keys, failed = dict(zip(KEY, (spec.suite.name, outcome.case.id, row.variant))), []
             profile = outcome.profiles.get(row.variant)
             if profile is not None:
-                kernels += [{**keys, "dtype": outcome.case.dtype, **k}
-                            for k in profile.kernel_rows()]
-            findings += [{**keys, **f} for f in find_all(
+                kernels += [{**keys, "dtype": outcome.case.dtype, **k} for k in read(
+                    profile.kernel_rows, "kernels.csv: trace reader kernel_rows", keys, failed)]
+                optree += [{**keys, **node} for node in read(
+                    profile.op_tree, "optree.csv: trace reader op_tree", keys, failed)]
+            findings += failed + [{**keys, **f} for f in find_all(
                 row.record(), profile, base.record() if base is not None else None,
-                outcome.profiles.get(spec.suite.baseline))]
-    return samples, rounds, kernels, findings
+                base_profile)]
+    return kernels, findings, optree
 
 
 def run(spec: RunSpec, stream=sys.stderr) -> RunResult:
@@ -152,13 +174,14 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
                         work=case_work(spec))
     meter = LoadMeter(torch.device(spec.device).type, torch.device(spec.device).index or 0)
     outcomes: list[CaseOutcome] = []
+    lines = FailureLines(lambda line: print(line, file=stream, flush=True))
     try:
         for case in cases:
             progress.start(case.id, len(variants))
             outcome = run_case(op, variants, case, spec, meter, env.get("peaks"))
             progress.finish(outcome.rows)
             outcomes.append(outcome)
-            _journal(outcome, spec, env)
+            _journal(outcome, spec, env, lines)
             state.advance(len(outcome.rows))
             stop_if_asked()  # a signal during the case: it finished, and is on disk
         # Contention comes and goes: a case that could not get enough clean rounds is timed
@@ -173,14 +196,14 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
             _probe_again(spec, env)
         stop_if_asked()
     except (Interrupted, KeyboardInterrupt, SystemExit) as exc:
-        _finish(outcomes, spec, env, started, previous, state)
+        _finish(outcomes, spec, env, started, previous, state, lines)
         state.end(INTERRUPTED, f"{_stopped_by(exc)} after {state.done} of {state.planned} rows")
         raise
     except BaseException as exc:  # the harness failed: keep what it measured, then fail
-        _finish(outcomes, spec, env, started, previous, state)
+        _finish(outcomes, spec, env, started, previous, state, lines)
         state.end(FAILED, f"{type(exc).__name__}: {exc}")
         raise
-    result = _finish(outcomes, spec, env, started, previous, state)
+    result = _finish(outcomes, spec, env, started, previous, state, lines)
     state.end(COMPLETE)
     return result
 
@@ -194,21 +217,18 @@ def _stopped_by(exc: BaseException) -> str:
     return "SIGINT"
 
 
-def _optree(outcomes: list[CaseOutcome], spec: RunSpec) -> list[dict]:
-    """optree.csv's rows: the op tree of every profiled (case, variant) (op_tree.py)."""
-    return [{**dict(zip(KEY, (spec.suite.name, outcome.case.id, row.variant))), **node}
-            for outcome in outcomes for row in outcome.rows
-            if (profile := outcome.profiles.get(row.variant)) is not None
-            for node in profile.op_tree()]
-
-
-def _journal(outcome: CaseOutcome, spec: RunSpec, env: dict) -> None:
-    """A finished case's rows, derived with the peaks known so far, appended to the tables."""
-    for row in outcome.rows:
-        derive(row, env.get("peaks"))
-    samples, rounds, kernels, findings = _tables([outcome], spec)
-    append_tables(spec.out_dir, outcome.rows, kernels, samples, rounds, findings,
-                  optree_rows=_optree([outcome], spec))
+def _journal(outcome: CaseOutcome, spec: RunSpec, env: dict, lines: FailureLines) -> None:
+    """A finished case on disk: its rows (derived with the peaks known so far), samples and
+    rounds first; then what its profiles give (kernels, findings, op trees), read only once the
+    rows are safe, so a trace reader or detector that fails costs no more than its own output.
+    derive() comes first, guarded, so the journaled rows have their throughput columns."""
+    failed = derive_rows(outcome.rows, env.get("peaks"))
+    samples, rounds = _round_tables([outcome], spec)
+    append_tables(spec.out_dir, outcome.rows, [], samples, rounds, [])
+    kernels, findings, optree = _profile_tables([outcome], spec)
+    findings = failed + findings
+    lines.show(findings)
+    append_readings(spec.out_dir, kernels, findings, optree)
 
 
 def _probe_again(spec: RunSpec, env: dict) -> None:
@@ -220,25 +240,28 @@ def _probe_again(spec: RunSpec, env: dict) -> None:
 
 
 def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: float,
-            previous: Previous, state: RunState) -> RunResult:
+            previous: Previous, state: RunState, lines: FailureLines) -> RunResult:
     """Derive, find, and write every table whole over the cases that finished (and, on a
-    resumed run, those the interrupted run had finished)."""
+    resumed run, those the interrupted run had finished); a step that fails is a finding, as
+    in the journal (_journal), so the tables are written whatever the traces held."""
     rows = previous.rows + [row for o in outcomes for row in o.rows]
     order = {case.id: i for i, case in enumerate(spec.cases())}  # a resumed run: sweep order
     rows.sort(key=lambda row: order.get(row.case_id, len(order)))
-    for row in rows:
-        derive(row, env.get("peaks"))
-    samples, rounds, kernels, findings = _tables(outcomes, spec)
+    failed = derive_rows(rows, env.get("peaks"))
+    samples, rounds = _round_tables(outcomes, spec)
+    kernels, findings, optree = _profile_tables(outcomes, spec)
     kept = previous.tables
     samples, rounds = kept.get(SAMPLES_CSV, []) + samples, kept.get(ROUNDS_CSV, []) + rounds
-    kernels, findings = kept.get(KERNELS_CSV, []) + kernels, kept.get(FINDINGS_CSV, []) + findings
-    findings += row_findings([row.record() for row in rows], spec.suite.name,
-                             spec.suite.baseline)
+    kernels, optree = kept.get(KERNELS_CSV, []) + kernels, kept.get(OPTREE_CSV, []) + optree
+    findings = kept.get(FINDINGS_CSV, []) + failed + findings
+    findings = once_each(findings + row_findings([row.record() for row in rows],
+                                                 spec.suite.name, spec.suite.baseline,
+                                                 env.get("launch_floors")))
+    lines.show(findings)
     env["rounds"] = rounds_summary(rounds, outcomes)
     atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
     frames = _write(spec, rows, {SAMPLES_CSV: samples, ROUNDS_CSV: rounds, KERNELS_CSV: kernels,
-                                 FINDINGS_CSV: findings,
-                                 OPTREE_CSV: kept.get(OPTREE_CSV, []) + _optree(outcomes, spec)})
+                                 FINDINGS_CSV: findings, OPTREE_CSV: optree})
     state.written(frames)
     return RunResult(spec, env, frames[MEASUREMENTS_CSV], findings, time.perf_counter() - started)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.base import Case, Value
+from kernels.base import DEFAULT_MODE, Case, Value
 from suites.harness.profile_pass import ProfileSpec
 from suites.harness.timing import TimingSpec
 
@@ -20,6 +20,7 @@ class SuiteSpec:
     variants: tuple[str, ...]  # the baseline first
     baseline: str
     reference: tuple[tuple[str, Value], ...] = ()  # the series' shape, for the ladder report
+    modes: tuple[str, ...] = (DEFAULT_MODE,)  # kernels/base.py MODES: what a call runs
 
 
 @dataclass(frozen=True)
@@ -37,5 +38,6 @@ class RunSpec:
     job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
 
     def cases(self) -> list[Case]:
-        return [Case(self.suite.name, shape, dtype, self.device, self.seed)
-                for dtype in self.suite.dtypes for shape in self.suite.shapes]
+        return [Case(self.suite.name, shape, dtype, self.device, self.seed, mode)
+                for mode in self.suite.modes for dtype in self.suite.dtypes
+                for shape in self.suite.shapes]

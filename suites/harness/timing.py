@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from suites.harness.two_states import two_states
+from suites.harness.training import reset_of
 from suites.harness.event_clock import (CPU_RESOLUTION_US, calls_per_sample,
                                         event_resolution_us, mean_floor)
 from suites.results.intervals import mean_interval
@@ -26,7 +27,7 @@ from suites.results.row import NAN, TimingStats
 # paid now and then (a recompile, a guard miss, an allocator flush, a GC pass).
 SLOW_CALL_FACTOR = 2.0
 
-# Bigger than the L2 of any current GPU (H100/H200: 50-60 MB), so zeroing it evicts the inputs.
+# Bigger than the L2 of any current GPU (H100/H200: 50-60 MB), so reading it evicts the inputs.
 _L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 
@@ -138,9 +139,12 @@ def _enough(n: int, elapsed_s: float, budget: Budget) -> bool:
 
 def _cpu_samples(call, budget: Budget) -> list[float]:
     samples: list[float] = []
+    reset = reset_of(call)  # a training step's gradients, cleared outside the timed span
     start = time.perf_counter_ns()
     now = start
     while not _enough(len(samples), (now - start) / 1e9, budget):
+        if reset is not None:
+            reset()
         t0 = time.perf_counter_ns()
         call()
         now = time.perf_counter_ns()
@@ -149,11 +153,17 @@ def _cpu_samples(call, budget: Budget) -> list[float]:
 
 
 def l2_flusher(spec: TimingSpec, device_type: str):
-    """A call that evicts L2 (zeroing a buffer larger than any current L2), or None."""
+    """A call that evicts L2, or None: it reads a buffer larger than any current L2 (a sum
+    into one preallocated scalar). Reading, not writing: a flush that zeroes the buffer leaves
+    L2 full of its dirty lines (~50 MB on an H100), whose write-back is then charged to the
+    next small kernel timed; read lines are clean and are dropped for free. The previous
+    call's own dirty lines are written back during the flush, outside the timed span.
+    (gpu_check's `l2 flush kinds` probe times a small kernel after each kind.)"""
     if device_type != "cuda" or not spec.l2_flush:
         return None
-    buffer = torch.empty(_L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    return buffer.zero_
+    buffer = torch.zeros(_L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+    total = torch.zeros((), dtype=torch.float32, device="cuda")
+    return lambda: torch.sum(buffer, out=total)
 
 
 def sample_count(budget: Budget, per_call_us: float) -> int:
@@ -210,10 +220,13 @@ def _cuda_batch(call, n: int, flush, drain: bool = True) -> list[float]:
     """
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    reset = reset_of(call)  # a training step's gradients, cleared outside the timed pair
     torch.cuda.synchronize()
     for start, end in zip(starts, ends):
         if flush is not None:
             flush()  # outside the timed pair: evicts the previous call's data from L2
+        if reset is not None:
+            reset()
         if drain:
             torch.cuda.synchronize()
         start.record()

@@ -17,7 +17,8 @@ import torch
 
 from kernels.base import Case, Op, Variant
 from kernels.triton.runtime import kernels_interpreted
-from suites.harness import correctness, timing
+from suites.harness import correctness, grad_check, timing, training
+from suites.harness.training import Step, as_leaves
 from suites.harness.derived import new_row
 from suites.harness.rounds import SELF_WARMING_US, Contender
 from suites.traces.call_profile import CallProfile
@@ -27,7 +28,8 @@ from suites.traces.op_kinds import sdpa_backend
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 from suites.results.columns import Status
-from suites.results.row import ProfileStats, ResultRow
+from suites.results.journal import disk_full
+from suites.results.row import NAN, ProfileStats, ResultRow
 from suites.harness.spec import RunSpec
 
 # Triton's interpreter runs kernels orders of magnitude slower than compiled code: correct
@@ -61,6 +63,7 @@ def not_timed_here(variant: Variant, case: Case) -> str | None:
 # The draw of a case's inputs (case.seed * 1000 + this): the one a run's check has always used, so
 # a run's inputs and errors are those of earlier versions.
 INPUTS_DRAW = 1
+GRAD_DRAW = 2  # the gradient fed to backward in a training mode
 
 
 def _generator(case: Case, offset: int) -> torch.Generator:
@@ -108,39 +111,55 @@ def artifact_paths(out_dir: Path, case: Case, variant: str) -> tuple[Path, Path]
 
 
 def prepare(op: Op, variant: Variant, case: Case, spec: RunSpec,
-            baseline_err: float | None) -> Prepared:
+            baseline_err: float | None, baseline_grads: dict[str, float] | None = None
+            ) -> Prepared:
     """Support check, inputs, the first call, the warm-up calls and the correctness check."""
     row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
-    reason = not_timed_here(variant, case) or variant.supports(case)
+    reason = not_timed_here(variant, case) or variant.supports(case) or _no_backward(variant,
+                                                                                      case)
     if reason:
         row.status, row.reason = Status.SKIPPED, reason
         return Prepared(row, variant)
     try:
-        with pass_scope(variant):
-            call = _prepare(op, variant, case, spec, baseline_err, row)
+        with pass_scope(variant, case.trains):
+            call = _prepare(op, variant, case, spec, baseline_err, row, baseline_grads)
     except Exception as exc:  # a crash in one variant is a row, and the sweep goes on
         row.status, row.reason = Status.FAILED, short_error(exc)
         return Prepared(row, variant)
     if call is None:
         return Prepared(row, variant)
-    return Prepared(row, variant, Contender(variant.name, call, lambda: pass_scope(variant)))
+    return Prepared(row, variant, Contender(variant.name, call,
+                                            lambda: pass_scope(variant, case.trains)))
+
+
+def _no_backward(variant: Variant, case: Case) -> str | None:
+    if case.trains and variant.training_prepare() is None:
+        return (f"mode {case.mode}: {variant.name} has no backward (its kernels are forward "
+                "only; a training form wires a backward through torch.autograd.Function)")
+    return None
 
 
 @contextmanager
-def pass_scope(variant: Variant):
+def pass_scope(variant: Variant, trains: bool = False):
     """Every pass of a variant (first call, warm-up, check, timing rounds, profile): its own
-    settings, in one grad mode, inference. Dynamo guards on grad mode: a check under no_grad
-    and timing with grad on compiled two graphs, and the timed one was never checked."""
-    with torch.no_grad(), variant.scope():
+    settings, in one grad mode: inference, or grad recording for a training mode. Dynamo
+    guards on grad mode: a check under no_grad and timing with grad on compiled two graphs,
+    and the timed one was never checked."""
+    with (torch.enable_grad() if trains else torch.no_grad()), variant.scope():
         yield
 
 
-def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
+def _prepare(op, variant, case, spec, baseline_err, row: ResultRow, baseline_grads=None):
     device_type = case.device_type
     # The inputs are final before prepare: the check, the timing and the profile use them as
     # they are (kernels/api.py), so set-up derived from them stays valid.
     inputs = op.make_inputs(case, _generator(case, INPUTS_DRAW))
-    call = variant.prepare(case, inputs)
+    if case.trains:
+        leaves = as_leaves(inputs)
+        forward = variant.training_prepare()(case, inputs)
+        call = Step(case.mode, forward, inputs, leaves, _generator(case, GRAD_DRAW))
+    else:
+        call = variant.prepare(case, inputs)
     outputs = []  # the last output before the check: the check overwrites it (correctness.py)
 
     def kept():
@@ -158,10 +177,22 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
         timing.warm_up(kept, device_type, spec.timing.warmup_calls, stop_after_us=SELF_WARMING_US)
     # Checked after the warm-up, so the checked call is one like the timed ones: for
     # mode='reduce-overhead', a replay of the captured CUDA graph, not a recording call.
-    row.check = correctness.check_call(op, case, inputs, call, baseline_err, earlier=outputs[0])
+    if case.trains:
+        row.check, row.grad_by_tensor, _ = grad_check.check_step(op, case, call, baseline_err,
+                                                                 baseline_grads)
+        row.grad_errors = grad_check.errors_text(row.grad_by_tensor)
+        row.grad_max_err = max((e for e in row.grad_by_tensor.values() if e == e), default=NAN)
+    else:
+        row.check = correctness.check_call(op, case, inputs, call, baseline_err,
+                                           earlier=outputs[0])
     outputs.clear()
     if variant.family == "compile":  # one per shape: a fresh dynamo per case (case_run.py)
         row.compile_graphs = _graph_count() - graphs
+    if case.trains:  # after the graphs are counted: a forward under hooks may compile anew
+        try:
+            row.activation_mb, row.saved_tensors = training.saved_bytes(call.forward, inputs)
+        except Exception as exc:  # the row stands; its activation memory is unknown
+            row.reason = f"activation memory not measured: {short_error(exc)}"
     if not row.check.passed:
         row.status, row.reason = Status.INCORRECT, row.check.problem
         return None
@@ -172,6 +203,17 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow):
         except Exception as exc:  # a checked row stays one: its peak is unknown, and says why
             row.reason = f"peak memory not measured: {short_error(exc)}"
     return call
+
+
+def _before_each(call, spec: RunSpec, case: Case):
+    """What runs before each profiled call, outside its range: the L2 flush (CUDA) and a
+    training step's reset (its gradients, and bwd's forward), as in the timing pass."""
+    flush, reset = timing.l2_flusher(spec.timing, case.device_type), training.reset_of(call)
+    if reset is None:
+        return flush
+    if flush is None:
+        return reset
+    return lambda: (flush(), reset())
 
 
 def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None:
@@ -185,7 +227,7 @@ def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None
         with contender.scope():
             # The same cold L2 as the timing pass, so device time and the median compare.
             capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
-                    table_path, before_call=timing.l2_flusher(spec.timing, case.device_type))
+                    table_path, before_call=_before_each(contender.call, spec, case))
         shapes = prepared.variant.gemm_shapes(case) if prepared.variant.gemm_shapes else ()
         result = CallProfile(analyze(read_trace(trace_path), label=row.variant),
                              gemm_shapes=shapes)
@@ -197,6 +239,8 @@ def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None
                                    table=str(table_path.relative_to(spec.out_dir)))
         return result
     except Exception as exc:
+        if disk_full(exc):  # not this variant's failure: every later write fails too
+            raise
         row.reason = f"profiling failed: {short_error(exc)}"
         return None
 

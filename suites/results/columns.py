@@ -163,6 +163,24 @@ METRICS = (
        "the running sum of the profiler's memory events inside the call's range (the profiling "
        "pass records them), median over the profiled calls. Empty for a CUDA-graph replay "
        "(its memory is the pool its capture took)", "peak MiB"),
+    Column("mode", "", TEXT,
+       "what a call runs: fwd_nograd (the forward under no_grad, inference), fwd (the forward "
+       "recording autograd's graph), bwd (the backward of a stored forward, gradients reset "
+       "between calls outside the timed span) or fwd_bwd (one training step)"),
+    Column("grad_max_err", "", NUMBER,
+       "training modes: the largest of the inputs' gradient errors, each measured as "
+       "scaled_err is, against the float64 reference's gradient", "grad err"),
+    Column("grad_errors", "", TEXT,
+       "training modes: each input's gradient error (x 1.2e-06, weight 3.1e-06); each is held "
+       "to 2x the baseline's for that tensor plus the dtype's floor (the baseline: a fixed "
+       "bound), and the first over it makes the row incorrect, named in the reason"),
+    Column("activation_mb", "MiB", NUMBER,
+       "training modes: what autograd keeps for backward during one forward (the distinct "
+       "storages it saves, inputs left out: saved_tensors_hooks), the activation memory a "
+       "fused variant can save", "activations MiB"),
+    Column("saved_tensors", "", NUMBER,
+       "training modes: how many tensors (distinct storages, inputs left out) autograd keeps "
+       "for backward", "saved tensors"),
     Column("host_us", "us", NUMBER,
        "CPU span of the call's record_function range in the profiled pass", "host us",
        "profile"),

@@ -11,6 +11,7 @@ bring an older folder up to this one (upgrade.py).
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -28,7 +29,7 @@ MEASUREMENTS_CSV = "measurements.csv"
 RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
 # The schema of the files this version writes. A change to them (a column, a file, a meaning)
 # bumps it, and upgrade.py gains the step that brings a folder of the version before up to it.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _now() -> str:
@@ -78,15 +79,47 @@ class RunState:
 
 
 def append(path: Path, frame: pd.DataFrame) -> None:
-    """Rows at the end of a CSV (its header first if the file is new), on disk when it returns."""
-    text = frame.to_csv(header=not path.exists(), index=False).encode("utf-8")
-    # One write call for the case's rows: a kill lands before or after it, not inside a row.
+    """Rows at the end of a CSV (its header first if the file is empty), on disk when it returns;
+    or, where they do not all fit (a full disk), none of them and an OSError."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, text)
-        os.fsync(fd)
+        size = os.fstat(fd).st_size
+        text = frame.to_csv(header=size == 0, index=False).encode("utf-8")
+        try:
+            _write_all(fd, text, path)
+            os.fsync(fd)
+        except OSError:
+            # A disk that fills inside the case's rows leaves part of one written: cut back to
+            # the rows before them, so the table stays whole rows (a resume measures the case).
+            os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, text: bytes, path: Path) -> None:
+    """All of `text`, or OSError. One write call for the case's rows, so a kill lands before or
+    after it, not inside a row; a full disk makes that call write only part and say so by its
+    count, not by an error, so a short count is taken for one."""
+    written = os.write(fd, text)
+    while written < len(text):
+        more = os.write(fd, text[written:])
+        if more == 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        written += more
+
+
+def disk_full(exc: BaseException | None) -> OSError | None:
+    """The full disk (or full quota) behind `exc`: itself, or an error it was raised while
+    handling (the harness writes the tables whole after a failure, and that fails too); None if
+    there is none. The run cannot go on, and what it wrote is kept (run_suite.py says so)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def cluster_job() -> str | None:

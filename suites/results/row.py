@@ -119,6 +119,14 @@ class ResultRow:
     kernel_speedup_low: float = NAN
     kernel_speedup_high: float = NAN
     peak_mem_mb: float = NAN
+    mode: str = "fwd_nograd"
+    grad_max_err: float = NAN
+    grad_errors: str | None = None
+    activation_mb: float = NAN
+    saved_tensors: float = NAN
+    # Per input, the gradient's scaled error (a training mode's check): the baseline's is the
+    # bound the other variants of its case are held to. Not a column (grad_errors says it).
+    grad_by_tensor: dict | None = None
     compile_graphs: float = NAN
     exposed_overhead_us: float = NAN
     timing: TimingStats | None = None

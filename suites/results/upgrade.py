@@ -69,9 +69,18 @@ def _from_2(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
 
 
+def _from_3(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 3 to 4: a case may train (mode, gradient errors, activation memory). Every row
+    of version 3 is an inference forward: mode fwd_nograd, the training columns empty."""
+    if name != MEASUREMENTS_CSV:
+        return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
+    frame = with_empty(frame, SCHEMA_COLUMNS[name])
+    return frame.assign(mode=frame["mode"].where(frame["mode"].notna(), "fwd_nograd"))
+
+
 # version -> the step from it to the next one.
 STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0, 1: _from_1,
-                                                                  2: _from_2}
+                                                                  2: _from_2, 3: _from_3}
 
 
 def upgrade(name: str, frame: pd.DataFrame, version: int) -> pd.DataFrame:

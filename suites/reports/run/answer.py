@@ -11,6 +11,7 @@ Three short answers, each from numbers the run measured:
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -36,11 +37,53 @@ def case_namer(frame: pd.DataFrame, size_axis: str, params: list[str]):
     if size_axis in varying and (frame.groupby(size_axis)[varying].nunique() <= 1).all().all():
         varying = [size_axis]
     dtypes = frame["dtype"].nunique() > 1
+    modes = "mode" in frame and frame["mode"].nunique(dropna=True) > 1
 
     def name(row) -> str:
         where = "-".join(f"{p}{row[p]}" for p in varying) or str(row["case_id"])
-        return f"{where} {DTYPE_SHORT.get(row['dtype'], row['dtype'])}" if dtypes else where
+        where = f"{where} {DTYPE_SHORT.get(row['dtype'], row['dtype'])}" if dtypes else where
+        return f"{where} {row['mode']}" if modes and isinstance(row.get("mode"), str) else where
     return name
+
+
+def training_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
+                   name) -> list[str]:
+    """The training rows in words (suites/traces/findings/training.py): the backward's share of
+    a step for the baseline, where each variant's fusion pays (forward, backward, both), and the
+    activation memory it saves; nothing for a run without training modes."""
+    if "mode" not in frame or not frame["mode"].isin(["fwd", "bwd", "fwd_bwd"]).any():
+        return []
+    lines = []
+    by_code = findings.groupby("code") if not findings.empty else {}
+    codes = set(findings["code"]) if not findings.empty else set()
+    if "backward_share" in codes:
+        share = findings[(findings["code"] == "backward_share")
+                         & (findings["variant"] == baseline)]
+        if not share.empty:
+            values = [_share(s) for s in share["statement"]]
+            values = [v for v in values if v is not None]
+            if values:
+                low, high = min(values), max(values)
+                lines.append(f"training: backward is {low:.0%}"
+                             + (f"-{high:.0%}" if high - low >= 0.01 else "")
+                             + f" of a training step for {baseline} ({len(values)} case(s))")
+    for variant, rows in (by_code.get_group("fusion_pays_where").groupby("variant")
+                          if "fusion_pays_where" in codes else []):
+        wheres = rows["statement"].str.extract(r"pays (in [a-z ]+?):")[0].value_counts()
+        lines.append(f"training, {variant}: pays " + ", ".join(
+            f"{where} in {n} case(s)" for where, n in wheres.items()))
+    if "activations_saved" in codes:
+        saved = findings[findings["code"] == "activations_saved"]
+        for variant, rows in saved.groupby("variant"):
+            first = rows.iloc[0]
+            lines.append(f"training, {variant}: {first['statement']} ({first['case_id']}"
+                         + (f"; {len(rows)} rows in all" if len(rows) > 1 else "") + ")")
+    return lines
+
+
+def _share(statement: str) -> float | None:
+    found = re.match(r"backward is (\d+)% ", statement)
+    return int(found.group(1)) / 100 if found else None
 
 
 def _count_phrase(rows: pd.DataFrame) -> str:

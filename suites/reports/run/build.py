@@ -87,7 +87,8 @@ def _answer_section(frame: pd.DataFrame, findings: pd.DataFrame, op: Op, name,
     where = answer.where_time_goes(frame, findings, baseline, name)
     text = (f"<p id='verdict'><b>{html.escape(answer.pays_off(frame, baseline, name))}</b></p>"
             + hp.bullet_list(answer.family_lines(frame, baseline, name)
-                             + ([control] if control else []))
+                             + ([control] if control else [])
+                             + answer.training_lines(frame, findings, baseline, name))
             + (f"<p>{html.escape(where)}</p>" if where else ""))
     return hp.answer_block(text, plot)
 

@@ -98,6 +98,20 @@ CATALOG: dict[str, tuple[str, str]] = {
                               "maps fresh pages every call", "fusebench"),
     Code.TWO_STATES: ("the variant's own clean rounds fall into two groups far apart: a slow "
                       "state of its own, kept in its figures", "fusebench"),
+    Code.LAUNCH_FLOOR: ("a call's exposed overhead against the eager dispatch floor its run "
+                        "measured at its start (and, for Triton rows, the empty kernel's "
+                        "launch): how many ops' worth of dispatch it is", "fusebench"),
+    Code.BACKWARD_SHARE: ("how much of one training step (fwd_bwd) the backward takes, from "
+                          "the case's bwd row (or fwd_bwd minus fwd)", "fusebench"),
+    Code.FUSION_PAYS_WHERE: ("in which half of a training step a variant's speedup over the "
+                             "baseline clears 1 by its interval: forward, backward, both or "
+                             "neither", "fusebench"),
+    Code.ACTIVATIONS_SAVED: ("a variant keeps less (or more) for backward than the baseline: "
+                             "the tensors and MiB autograd saves during its forward",
+                             "fusebench"),
+    Code.STEP_FAILED: ("a step after the measurement (a trace reader, a detector, the derived "
+                       "columns) raised on this row: the row is kept, without what that step "
+                       "adds; the statement names the step and the exception", "fusebench"),
 }
 
 

@@ -61,6 +61,13 @@ class Code(StrEnum):
     ROUNDS_DROPPED = "rounds_dropped"
     PAGE_FAULTS_DIFFER = "page_faults_differ"
     TWO_STATES = "two_states"
+    LAUNCH_FLOOR = "launch_floor"  # exposed overhead against the run's launch floors
+    # across the modes of a training case (training.py)
+    BACKWARD_SHARE = "backward_share"
+    FUSION_PAYS_WHERE = "fusion_pays_where"
+    ACTIVATIONS_SAVED = "activations_saved"
+    # a step after the measurement that raised (core.step_failed): the row stands without it
+    STEP_FAILED = "step_failed"
 
 
 class Severity(StrEnum):

@@ -22,13 +22,17 @@
 - page_faults_differ: a variant takes many more page faults a call than the baseline of its
   case (eager LayerNorm at T8192: 18-31k a call after the other variants ran): part of its time
   is the kernel mapping pages, which a warm process or another allocator may not pay.
+- launch_floor (launch_floor.py): exposed overhead against the launch floors the run measured
+  at its start (env.json), in ops' worth of dispatch.
 """
 from __future__ import annotations
 
 import math
 
 from suites.traces.findings.codes import Code, Severity
-from suites.traces.findings.core import Finding, Row, column_value, is_ok
+from suites.traces.findings.core import Finding, Row, column_value, is_ok, step_failed
+from suites.traces.findings.launch_floor import launch_floor
+from suites.traces.findings.training import training_findings
 
 PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
 DISAGREE_FACTOR = 1.5
@@ -144,20 +148,41 @@ ROW_DETECTORS = (above_peak, passes_disagree, kernel_speedup_differs, slow_calls
 AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
 # What the detectors above emit: a resumed run drops these and finds them again over every row.
 ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
-             Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER, Code.TWO_STATES)
+             Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER, Code.TWO_STATES,
+             Code.LAUNCH_FLOOR,
+             Code.BACKWARD_SHARE, Code.FUSION_PAYS_WHERE, Code.ACTIVATIONS_SAVED)
 
 
-def row_findings(rows: list[Row], suite: str, baseline: str) -> list[dict]:
-    """findings.csv rows for every row (its column values) the detectors flag."""
+def row_findings(rows: list[Row], suite: str, baseline: str,
+                 floors: dict | None = None) -> list[dict]:
+    """findings.csv rows for every row (its column values) the detectors flag; `floors`: the
+    run's launch floors (env.json launch_floors), which launch_floor reads."""
     out = []
     bases = {column_value(r, "case_id"): r for r in rows if column_value(r, "variant") == baseline}
     for row in rows:
         case_id, variant = column_value(row, "case_id"), column_value(row, "variant")
         found = [f for detector in ROW_DETECTORS
                  if not (detector in AGAINST_BASELINE and variant == baseline)
-                 for f in detector(row)]
+                 for f in _guarded(detector, row)]
         if variant != baseline:
-            found += page_faults_differ(row, bases.get(case_id))
+            found += _guarded(page_faults_differ, row, bases.get(case_id))
+        found += _guarded(launch_floor, row, floors)
         out += [{"suite": suite, "case_id": case_id, "variant": variant, **f.as_row()}
                 for f in found]
+    try:
+        across_modes = training_findings(rows, baseline)
+    except Exception as exc:  # the other rows' findings stand; this step says it failed
+        across_modes = [(rows[0], step_failed("row findings: training findings", exc))] \
+            if rows else []
+    out += [{"suite": suite, "case_id": column_value(row, "case_id"),
+             "variant": column_value(row, "variant"), **f.as_row()} for row, f in across_modes]
     return out
+
+
+def _guarded(detector, *rows) -> list[Finding]:
+    """A detector's findings; one that raises is a step_failed finding naming it, so the other
+    detectors, and the tables written after them, are not lost with it."""
+    try:
+        return list(detector(*rows))
+    except Exception as exc:
+        return [step_failed(f"row findings: detector {detector.__name__}", exc)]
