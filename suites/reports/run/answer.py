@@ -40,7 +40,9 @@ def case_namer(frame: pd.DataFrame, size_axis: str, params: list[str]):
     modes = "mode" in frame and frame["mode"].nunique(dropna=True) > 1
 
     def name(row) -> str:
-        where = "-".join(f"{p}{row[p]}" for p in varying) or str(row["case_id"])
+        if not varying:  # the case id names it all, the dtype and the mode included
+            return str(row["case_id"])
+        where = "-".join(f"{p}{row[p]}" for p in varying)
         where = f"{where} {DTYPE_SHORT.get(row['dtype'], row['dtype'])}" if dtypes else where
         return f"{where} {row['mode']}" if modes and isinstance(row.get("mode"), str) else where
     return name
