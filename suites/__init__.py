@@ -1,7 +1,7 @@
 """How things are measured, read and reported, one room per role; imports point down this list:
 
     config/   composing and checking a run's configuration (above harness)
-    reports/  the render kit, the run report, the ladder and compare (above harness)
+    reports/  the render kit, the run report, the ladder, compare and history (above harness)
     harness/  the measurement engine and the run-spec types
     traces/   any trace: reading, timelines, steps, op trees, the findings engine
     results/  the schema, tables, journal, run folders, intervals

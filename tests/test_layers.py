@@ -22,13 +22,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = ("run_suite", "suites", "suites.analyze", "suites.compare", "suites.collect",
-                "suites.report")
+                "suites.history", "suites.report")
 # Top to bottom; rooms in one tuple are siblings.
 LAYERS = [("suites.tools",), ("suites.config", "suites.reports"), ("suites.harness",),
           ("suites.traces",), ("suites.results",), ("suites.common",), ("kernels",)]
 # Within a room: its sub-rooms, top to bottom, in the same way.
 SUB_LAYERS = {"suites.reports": [("suites.reports.run", "suites.reports.ladder",
-                                  "suites.reports.compare"), ("suites.reports.kit",)]}
+                                  "suites.reports.compare", "suites.reports.history"),
+                                 ("suites.reports.kit",)]}
 # What trace analysis may use of the rest of suites: it stands alone.
 TRACES_MAY_USE = ("suites.results.columns", "suites.common")
 HYDRA = ("hydra", "omegaconf")
