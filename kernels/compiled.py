@@ -37,7 +37,11 @@ def compile_prepare(parts: Parts, mode: str | None = None) -> Callable[[Case, In
             compiled = torch.compile(fn, dynamic=False, options={"cpp.enable_kernel_profile": True})
         else:
             compiled = torch.compile(fn, dynamic=False, mode=mode)
-        return lambda: compiled(*args)
+        call = lambda: compiled(*args)  # noqa: E731
+        # What it compiles, for a second look at its training graphs
+        # (suites/harness/compile_partition.py compiles it again with a recording backend).
+        call.compiled_from = (fn, args)
+        return call
 
     return prepare
 

@@ -162,14 +162,14 @@ def test_activation_memory_is_what_backward_keeps():
 
 
 def test_a_forward_only_variant_is_skipped_in_a_training_mode():
-    from suites.harness.variant_passes import _no_backward
+    from suites.harness.variant_passes import no_backward
 
     forward_only = Variant("mlp", "fwd_only", "triton", lambda case, inputs: None)
     case = Case.make("mlp", {"T": 8, "D": 16, "I": 32}, "float32", "cpu", mode="bwd")
-    assert "has no backward" in _no_backward(forward_only, case)
-    assert _no_backward(forward_only, Case.make("mlp", {"T": 8, "D": 16, "I": 32}, "float32",
+    assert "has no backward" in no_backward(forward_only, case)
+    assert no_backward(forward_only, Case.make("mlp", {"T": 8, "D": 16, "I": 32}, "float32",
                                                 "cpu")) is None
-    assert _no_backward(registry.get_variant("norm", "triton"), case) is None  # it has one
+    assert no_backward(registry.get_variant("norm", "triton"), case) is None  # it has one
 
 
 def _row(case_id, variant, mean, low=None, high=None, act=None, saved=None, status="ok"):

@@ -1,11 +1,18 @@
-"""Every Triton config the kernels keep on sm_80 and sm_90 (the TMA GEMM: sm_90 only), compiled
-ahead of time on this CPU with the ptxas in the triton wheel: none needs more shared memory than
-its target has, none spills in 16-bit (fp32 only where no fp32 config runs clean), every kernel
-keeps at least one config that fits, and the flash pruning's shared-memory estimate is never
-below the compiler's. Each is compiled as the suites launch it, specialised as Triton's
-runtime specialises the arguments, which is checked against the runtime's own binder.
-(`python -m suites.tools.triton_targets` without --kept-only also compiles the pruned configs
-and finds any pruned for nothing.)"""
+"""Every Triton kernel and every config the kernels keep, on sm_80 and sm_90 (the TMA GEMM: sm_90
+only), compiled ahead of time on this CPU with the ptxas in the triton wheel: none needs more
+shared memory than its target has, none spills in 16-bit (fp32 only where no fp32 config runs
+clean), every kernel keeps at least one config that fits (a kernel without an autotuner: its
+one config fits), and the flash pruning's shared-memory estimate is never below the
+compiler's. Each kernel is compiled as the suites launch it, forward and backward, specialised
+as Triton's runtime specialises the arguments, which is checked against the runtime's own
+binder; and every kernel defined in kernels/triton is among the compiles, so a new one left
+out of the launch plan fails here. (`python -m suites.tools.triton_targets` without
+--kept-only also compiles the pruned configs and finds any pruned for nothing.)
+
+The compiles are most of this file's time: the kept set is compiled once, in one process of
+the tool (its own fresh Triton cache, two compile workers: CI's cores), and shared by the
+tests that read it."""
+import json
 import os
 import subprocess
 import sys
@@ -18,32 +25,79 @@ from kernels.triton import targets
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_kept_configs_fit_sm80_and_sm90(tmp_path):
+def _compile_env(tmp_path: Path, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")  # compile here, whatever ran before
-    done = subprocess.run([sys.executable, "-m", "suites.tools.triton_targets",
-                           "--kept-only", "--jobs", str(min(2, os.cpu_count() or 1))],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory):
+    """(the tool's process, its JSON rows) of one --kept-only run."""
+    tmp = tmp_path_factory.mktemp("triton_targets")
+    rows = tmp / "results.jsonl"
+    done = subprocess.run([sys.executable, "-m", "suites.tools.triton_targets", "--kept-only",
+                           "--jobs", str(min(2, os.cpu_count() or 1)), "--json", str(rows)],
+                          cwd=ROOT, env=_compile_env(tmp), capture_output=True, text=True,
+                          timeout=2400)
+    results = [json.loads(line) for line in rows.read_text().splitlines()] if rows.exists() else []
+    return done, results
+
+
+def test_the_kept_configs_fit_sm80_and_sm90(kept_run):
+    done, results = kept_run
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, (done.stdout[-4000:] + done.stderr[-3000:])
     assert last.endswith("0 problem(s)"), last
-    lines = [line for line in done.stdout.splitlines() if " sm_" in line and "kept" in line]
-    assert {line.split()[2] for line in lines} == {"sm_80", "sm_90"}
-    assert not any(" pruned " in line for line in lines)
+    assert {r["arch"] for r in results} == {80, 90}
+    assert results and all(r["kept"] and not r["error"] for r in results)
+    assert not any(" pruned " in line for line in done.stdout.splitlines())
+
+
+def test_every_kernel_is_compiled_on_both_targets(kept_run):
+    """Every @triton.jit kernel of kernels/triton (found in the modules, not in the tool's
+    list) is compiled for sm_80 and sm_90, but the TMA GEMM, which runs on sm_90 only; the
+    kernels without an autotuner with the one config their launcher picks, always kept."""
+    from suites.tools.triton_launches import defined_kernels
+    _, results = kept_run
+    defined = set(defined_kernels())
+    assert "kernels.triton.flash_attention_bwd._attn_bwd_dq_kernel" in defined  # found at all
+    hopper_only = {"kernels.triton.gemm_tma._matmul_tma_kernel"}
+    for arch in (80, 90):
+        compiled = {r["function"] for r in results if r["arch"] == arch}
+        assert defined - compiled == (hopper_only if arch == 80 else set()), arch
+    fixed = {r["kernel"] for r in results if r["fixed"]}
+    assert {"flash_bwd_dkdv", "flash_bwd_dq", "flash_bwd_delta", "column_sum", "geglu_bwd",
+            "layer_norm_bwd", "rms_norm_bwd", "sum_partials"} <= fixed
+    assert not fixed & {"gemm", "geglu", "flash", "gemm_tma"}
+    # Both directions of the training steps, as the suites launch them.
+    launches = {r["launch"] for r in results}
+    # (A launch that compiles to what an earlier one does is that one's job: these come first.)
+    for step in ("matmul_add train M=N=1024 K=1024: dw", "linear train M=N=1040 K=1024 w.t(): dx",
+                 "attention train S=8192 D=128: forward", "attention bwd non-causal S=8192 "
+                 "D=64: dq", "norm=layer train T=8192 D=8192: dx", "norm=rms train T=8192 "
+                 "D=768: forward", "norm=layer train T=8192 D=768: dw db",
+                 "mlp geglu train T=8192 I=3072: backward"):
+        assert step in launches, step
+    # The suites' own launches where they compile to kernels of their own: the norms' backward
+    # at row counts whose blocks per program the runtime specialises otherwise.
+    assert any(launch.startswith("norm/triton ") for launch in launches)
 
 
 SPECIALISED = """
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from suites.tools import triton_targets as tt
-todo = [job for job, _ in tt.jobs()]
-problems = tt.mirror_problems(todo + tt.odd_jobs())
+from suites.tools import triton_launches as tl, triton_targets as tt
+from suites.tools.triton_specialisation import mirror_problems, runtime_specialisation
+todo = [job for job, _ in tl.jobs()]
+problems = mirror_problems(todo + tl.odd_jobs(), tl.kernel_fn)
 assert not problems, problems
 job = next(j for j in todo if (j.kernel, j.dtype, j.arch, j.config, j.launch) == (
     "gemm", "bfloat16", 90, (128, 256, 64, 8, 3), "matmul_add K=1024"))
 ours = tt.compile_job(job)
-theirs = triton.compile(ASTSource(tt._kernel_fn("gemm"), *tt.runtime_specialisation(job)),
+theirs = triton.compile(ASTSource(tl.kernel_fn("gemm"), *runtime_specialisation(
+                            tl.kernel_fn("gemm"), job)),
                         target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 3})
 assert ours.asm["ptx"] == theirs.asm["ptx"]
 print(len(todo), ours.metadata.shared)
@@ -51,18 +105,18 @@ print(len(todo), ours.metadata.shared)
 
 
 def test_the_compiles_are_specialised_as_the_runtime_does(tmp_path):
-    """Every planned launch, and the ops' odd test shapes, get from _signature the signature,
-    constants (unit strides) and 16-divisibility that Triton's own launch path (the kernel's
-    binder) makes of the same argument values; compiled both ways (no cache), the same PTX.
-    gemm bf16 128x256x64, 3 stages, on sm_90 needs 147,456 B of shared memory as the suites
-    launch it (49,152 B, and 4.7 KB of spills, compiled without the specialisation)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(TRITON_CACHE_DIR=str(tmp_path / "cache"), TRITON_ALWAYS_COMPILE="1")
-    done = subprocess.run([sys.executable, "-c", SPECIALISED], cwd=ROOT, env=env,
+    """Every planned launch (the backward's too), and the ops' odd test shapes, get from
+    _signature the signature, constants (unit strides) and 16-divisibility that Triton's own
+    launch path (the kernel's binder) makes of the same argument values; compiled both ways
+    (no cache), the same PTX. gemm bf16 128x256x64, 3 stages, on sm_90 needs 147,456 B of
+    shared memory as the suites launch it (49,152 B, and 4.7 KB of spills, compiled without
+    the specialisation)."""
+    done = subprocess.run([sys.executable, "-c", SPECIALISED], cwd=ROOT,
+                          env=_compile_env(tmp_path, TRITON_ALWAYS_COMPILE="1"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     planned, shared = map(int, done.stdout.split())
-    assert planned > 300 and shared == 147_456
+    assert planned > 600 and shared == 147_456
 
 
 def test_the_pruning_uses_the_table_and_the_estimate():

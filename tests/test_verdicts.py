@@ -61,10 +61,15 @@ def test_the_banner_says_what_was_not_clean():
     assert lines[0].startswith("warning: other processes keep 1.2")
     assert lines[1].startswith("4 of 20 timing rounds (one variant's share each) were not clean "
                                "(3 contended, 1 stalled)")
-    assert "1 case(s) were re-measured later in the sweep (M64-N64-K64-fp32)" in lines[1]
+    assert ("1 case(s) were re-measured later in the sweep, their first rounds too few clean "
+            "(M64-N64-K64-fp32)") in lines[1]
     assert lines[2].startswith("1 row(s) are noisy")
     assert "above 100% of the measured roofline (up to 384.0%)" in lines[3]
     assert rounds_line({"states": {"clean": 9}, "remeasured_cases": []}) is None
+    # Every round kept was clean, one case re-measured: said alone, never "0 of 36 ... ()".
+    assert rounds_line({"states": {"clean": 36}, "remeasured_cases": ["T64-fp32-bwd"]}) == (
+        "1 case(s) were re-measured later in the sweep, their first rounds too few clean "
+        "(T64-fp32-bwd).")
     assert banner_lines([{}], _frame([("eager", 64, "ok", 1.0, 1.0, 1.0, 50)])) == []
 
 

@@ -28,8 +28,9 @@ from kernels.triton.runtime import kernels_interpreted
 # registers, so a few fit on an SM at once; two per SM keep memory busy while one waits,
 # and the (n_blocks, D) buffer stays small beside x and dy (264 rows on an H200's 132 SMs).
 PROGRAMS_PER_SM = 2
-# Without a GPU (the interpreter, or meta tensors in the ahead-of-time compile tool): a few
-# programs, so that the blocks of rows and the stage 2 reduction are exercised all the same.
+# Without a GPU (the interpreter): a few programs, so that the blocks of rows and the stage 2
+# reduction are exercised all the same. (The ahead-of-time compile tool plans as on a GPU: it
+# stands in the target's SM count, suites/tools/triton_launches.py.)
 PROGRAMS_NO_GPU = 4
 # Stage 2's tile: SUM_BLOCK_B partial rows by SUM_BLOCK_D columns per step, fp32. Narrow
 # columns give a D=4096 layer 64 programs per term; 32 x 64 fp32 is 16 values per thread.

@@ -24,7 +24,8 @@ DEFAULT_SMEM = 99 * 1024
 CHECKED_ARCHS = (80, 90)
 CHECKED_HEAD_DIMS = (64, 128)
 # Configs that do not fit a target, as the compiler says for this project's kernels (with the
-# epilogues, layouts and run-time specialisation of their launches at the suites' shapes):
+# epilogues, layouts and run-time specialisation of their launches at the suites' shapes, the
+# training steps' too: the backward's dx and dw GEMMs, the flash forward that keeps the lse):
 # over its shared memory, or spilling registers (a 16-bit config always; an fp32 one where
 # another fp32 config of the kernel runs clean). No bf16 config of gemm.py's kernel is unfit.
 # (kernel, dtype, arch, variant) -> config keys; the variant is what changes the registers a
@@ -84,7 +85,8 @@ UNFIT: dict[tuple[str, str, int, str], frozenset] = {
         (128, 128, 32, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
     }),
     ('gemm', 'float32', 90, 'masked'): frozenset({
-        (128, 128, 32, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
+        (64, 64, 32, 4, 4), (128, 128, 32, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+        (256, 128, 64, 8, 3),
     }),
     ('gemm', 'float32', 90, 'masked+residual'): frozenset({
         (128, 128, 32, 4, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),

@@ -16,6 +16,7 @@ from suites.common.errors import ConfigError
 from suites.results.journal import COMPLETE, still_running
 from suites.harness.contention import usable_cpus
 from suites.harness.cpu_budget import cpu_budget
+from suites.harness.memory_probe import SETTINGS as MEMORY_PROBE_SETTINGS
 from suites.harness.profile_pass import ProfileSpec
 from suites.harness.spec import RunSpec, SuiteSpec
 from suites.harness.timing import TimingSpec
@@ -28,9 +29,9 @@ DEVICES = ("auto", "cpu", "cuda")
 # and the run would go ahead without what the user asked for.
 KNOWN_KEYS = {
     "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
-               "resume"),
+               "resume", "memory_probe"),
     "suite": ("name", "op", "sizes", "axes", "dtypes", "modes", "variants", "reference", "grids",
-              "batch"),
+              "batch", "history"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
                "compile_warmup_calls", "l2_flush", "rounds", "threads", "case_timeout_s",
                "aa_control"),
@@ -275,6 +276,15 @@ def profile_spec(cfg: Mapping) -> ProfileSpec:
     )
 
 
+def memory_probe_setting(value) -> str:
+    """memory_probe: auto (estimate a case's memory before it runs, skip one that would not
+    fit: suites/harness/memory_probe.py) or off."""
+    if value not in MEMORY_PROBE_SETTINGS:
+        raise ConfigError(f"memory_probe: {value!r} is not a setting; accepted: "
+                          f"{', '.join(MEMORY_PROBE_SETTINGS)}")
+    return value
+
+
 def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
     """`cfg` is the composed config as plain dicts and lists (OmegaConf.to_container)."""
     check_keys(cfg, "config")
@@ -292,6 +302,7 @@ def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
         progress=boolean(cfg.get("progress", True), "progress"),
         out_dir=Path(out_dir),
         resume=boolean(cfg.get("resume", False), "resume"),
+        memory_probe=memory_probe_setting(cfg.get("memory_probe", "auto")),
         config={k: v for k, v in cfg.items() if k != "resume"},
     )
 
@@ -314,7 +325,7 @@ def same_config(state: dict, config: dict) -> bool:
 
 
 # Keys a newer version added, as an older run (whose config lacks them) ran: their defaults.
-ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE]}
+ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE], "memory_probe": "auto"}
 
 
 def _first_difference(then, now, where: str) -> str | None:

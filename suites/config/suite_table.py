@@ -61,3 +61,16 @@ def _own_suite(name: str, op_reference: str) -> Suite:
         raise ConfigError(f"suite.op: {op_reference}: op {op.name!r} has no variants; its "
                           "module registers them with kernels.api.register_variant")
     return Suite(op)
+
+
+def device_grid(name: str, device: str) -> dict:
+    """A built-in suite's grid for `device` as its YAML declares it (`grids.<device>`: axes or
+    sizes, and dtypes), read without composing a run: for tools that plan what the suites
+    launch there (suites/tools/triton_launches.py)."""
+    from omegaconf import OmegaConf
+
+    conf = OmegaConf.to_container(OmegaConf.load(get_suite(name).conf))
+    try:
+        return conf["grids"][device]
+    except KeyError:
+        raise ConfigError(f"conf/suite/{name}.yaml: no grids.{device}") from None

@@ -21,6 +21,7 @@ from suites.harness.timing import clock_floor
 from suites.harness.case_clock import NO_LIMIT, CaseClock, deadline_passed
 from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
+from suites.harness.memory_probe import MemoryGuard, Verdict, refusal
 from suites.harness.variant_passes import Prepared, prepare, profile, release, short_error
 from suites.results.intervals import Paired, paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
@@ -119,7 +120,14 @@ def _profiles(prepared: list[Prepared], case: Case, spec: RunSpec,
 
 
 def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: LoadMeter,
-             peaks: dict | None) -> CaseOutcome:
+             peaks: dict | None, memory: MemoryGuard | None = None) -> CaseOutcome:
+    """With `memory`, the case's peak memory is estimated first (memory_probe.py): a case that
+    would not fit has every row skipped with the numbers; a probe that failed is a note on the
+    rows that ran."""
+    verdict = Verdict() if memory is None else memory.check(op, variants, case,
+                                                            spec.suite.baseline)
+    if verdict.skip:
+        return _skipped(op, variants, case, spec, peaks, verdict.skip)
     clock = CaseClock(spec.timing.case_timeout_s)
     prepared = _prepare_all(op, variants, case, spec, clock)
     slots = _time(prepared, case, spec, meter, 0, clock)
@@ -130,11 +138,30 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
         profiles.pop(name, None)
     outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
-    outcome.notes = _joined(_kernel_notes(prepared), notes, graph_notes, _pass_notes(prepared))
+    outcome.notes = _joined(_kernel_notes(prepared), notes, graph_notes, _pass_notes(prepared),
+                            {p.row.variant: verdict.note for p in prepared if verdict.note})
     outcome.timed_out = clock.over()
     finish(outcome, spec, peaks)
+    if verdict.note:  # a row that ran but was not timed (failed, incorrect) says it too
+        for row in outcome.rows:
+            if row.status in (Status.FAILED, Status.INCORRECT):
+                row.reason = "; ".join(r for r in (row.reason, verdict.note) if r)
     prepared.clear()  # the calls hold the case's tensors: drop them before freeing memory
     release(case)
+    return outcome
+
+
+def _skipped(op: Op, variants: list[Variant], case: Case, spec: RunSpec, peaks: dict | None,
+             reason: str) -> CaseOutcome:
+    """The case's rows, each skipped with `reason` (or the variant's own, where it would not run
+    the case anyway), nothing prepared."""
+    rows = []
+    for variant in variants:
+        row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
+        row.status, row.reason = Status.SKIPPED, refusal(variant, case) or reason
+        rows.append(row)
+    outcome = CaseOutcome(case, rows)
+    finish(outcome, spec, peaks)
     return outcome
 
 

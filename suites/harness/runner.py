@@ -30,6 +30,7 @@ from suites.harness.contention import LoadMeter
 from suites.harness.device_lock import exclusive_device
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
 from suites.harness.launch_floor import recorded_floors
+from suites.harness.memory_probe import MemoryGuard
 from suites.harness.progress import CaseWork, Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.harness.cuda_graphs import keep_cupti_between_sessions
@@ -175,10 +176,13 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
     meter = LoadMeter(torch.device(spec.device).type, torch.device(spec.device).index or 0)
     outcomes: list[CaseOutcome] = []
     lines = FailureLines(lambda line: print(line, file=stream, flush=True))
+    memory = MemoryGuard(spec.memory_probe)
     try:
         for case in cases:
             progress.start(case.id, len(variants))
-            outcome = run_case(op, variants, case, spec, meter, env.get("peaks"))
+            outcome = run_case(op, variants, case, spec, meter, env.get("peaks"), memory)
+            if memory.records:  # the probes made so far (none for a sweep of ordinary cases)
+                env["memory_probes"] = memory.records
             progress.finish(outcome.rows)
             outcomes.append(outcome)
             _journal(outcome, spec, env, lines)

@@ -36,6 +36,7 @@ class RunSpec:
     resume: bool = False  # keep the finished cases of an interrupted run in out_dir
     config: dict = field(default_factory=dict)  # the resolved config, for run.json
     job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
+    memory_probe: str = "auto"  # auto | off: estimate each case's memory first (memory_probe.py)
 
     def cases(self) -> list[Case]:
         return [Case(self.suite.name, shape, dtype, self.device, self.seed, mode)

@@ -17,7 +17,7 @@ import torch
 
 from kernels.base import Case, Op, Variant
 from kernels.triton.runtime import kernels_interpreted
-from suites.harness import correctness, grad_check, timing, training
+from suites.harness import compile_counters, compile_partition, correctness, grad_check, timing, training
 from suites.harness.training import Step, as_leaves
 from suites.harness.derived import new_row
 from suites.harness.rounds import SELF_WARMING_US, Contender
@@ -66,7 +66,7 @@ INPUTS_DRAW = 1
 GRAD_DRAW = 2  # the gradient fed to backward in a training mode
 
 
-def _generator(case: Case, offset: int) -> torch.Generator:
+def case_generator(case: Case, offset: int) -> torch.Generator:
     return torch.Generator(device=case.device).manual_seed(case.seed * 1000 + offset)
 
 
@@ -115,7 +115,7 @@ def prepare(op: Op, variant: Variant, case: Case, spec: RunSpec,
             ) -> Prepared:
     """Support check, inputs, the first call, the warm-up calls and the correctness check."""
     row = new_row(spec.suite.name, case, variant, op, spec.timing.threads)
-    reason = not_timed_here(variant, case) or variant.supports(case) or _no_backward(variant,
+    reason = not_timed_here(variant, case) or variant.supports(case) or no_backward(variant,
                                                                                       case)
     if reason:
         row.status, row.reason = Status.SKIPPED, reason
@@ -132,7 +132,7 @@ def prepare(op: Op, variant: Variant, case: Case, spec: RunSpec,
                                             lambda: pass_scope(variant, case.trains)))
 
 
-def _no_backward(variant: Variant, case: Case) -> str | None:
+def no_backward(variant: Variant, case: Case) -> str | None:
     if case.trains and variant.training_prepare() is None:
         return (f"mode {case.mode}: {variant.name} has no backward (its kernels are forward "
                 "only; a training form wires a backward through torch.autograd.Function)")
@@ -153,11 +153,11 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow, baseline_gra
     device_type = case.device_type
     # The inputs are final before prepare: the check, the timing and the profile use them as
     # they are (kernels/api.py), so set-up derived from them stays valid.
-    inputs = op.make_inputs(case, _generator(case, INPUTS_DRAW))
+    inputs = op.make_inputs(case, case_generator(case, INPUTS_DRAW))
     if case.trains:
         leaves = as_leaves(inputs)
         forward = variant.training_prepare()(case, inputs)
-        call = Step(case.mode, forward, inputs, leaves, _generator(case, GRAD_DRAW))
+        call = Step(case.mode, forward, inputs, leaves, case_generator(case, GRAD_DRAW))
     else:
         call = variant.prepare(case, inputs)
     outputs = []  # the last output before the check: the check overwrites it (correctness.py)
@@ -166,7 +166,7 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow, baseline_gra
         outputs[:] = [call()]
         return outputs[0]
 
-    before, graphs = _fx_cache_counts(), _graph_count()
+    before, graphs, counts = _fx_cache_counts(), _graph_count(), compile_counters.snapshot()
     row.first_call_ms = timing.time_first_call(kept, device_type)
     if variant.family == "compile":
         row.compile_cache = _fx_cache_outcome(before, _fx_cache_counts())
@@ -188,11 +188,16 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow, baseline_gra
     outputs.clear()
     if variant.family == "compile":  # one per shape: a fresh dynamo per case (case_run.py)
         row.compile_graphs = _graph_count() - graphs
+        counts = compile_counters.since(counts)
+        row.graph_breaks, row.inductor_kernels = counts.graph_breaks, counts.inductor_kernels
+        row.recompiles = compile_counters.recompiles(getattr(call, "forward", call))
     if case.trains:  # after the graphs are counted: a forward under hooks may compile anew
         try:
             row.activation_mb, row.saved_tensors = training.saved_bytes(call.forward, inputs)
         except Exception as exc:  # the row stands; its activation memory is unknown
             row.reason = f"activation memory not measured: {short_error(exc)}"
+    if case.trains and variant.family == "compile":  # after the graphs are counted, as above
+        read_partition(row, call.forward)
     if not row.check.passed:
         row.status, row.reason = Status.INCORRECT, row.check.problem
         return None
@@ -203,6 +208,21 @@ def _prepare(op, variant, case, spec, baseline_err, row: ResultRow, baseline_gra
         except Exception as exc:  # a checked row stays one: its peak is unknown, and says why
             row.reason = f"peak memory not measured: {short_error(exc)}"
     return call
+
+
+def read_partition(row: ResultRow, forward) -> None:
+    """A compile variant's partition of its training graph into the row (compile_partition.py):
+    what its forward saves, what its backward recomputes. One that cannot be read leaves the
+    columns empty and says why in the row's reason; the row stands."""
+    try:
+        found = compile_partition.read_call(forward)
+    except Exception as exc:
+        note = f"compile partition not read: {short_error(exc)}"
+        row.reason = f"{row.reason}; {note}" if row.reason else note
+        return
+    row.bwd_graphs, row.bwd_graph_ops = found.graphs, found.bwd_ops
+    row.recomputed_ops, row.recomputed = found.recomputed_ops, found.recomputed_text
+    row.partition_saved, row.partition_saved_mb = found.saved, found.saved_mb
 
 
 def _before_each(call, spec: RunSpec, case: Case):

@@ -181,6 +181,42 @@ METRICS = (
     Column("saved_tensors", "", NUMBER,
        "training modes: how many tensors (distinct storages, inputs left out) autograd keeps "
        "for backward", "saved tensors"),
+    Column("partition_saved", "", NUMBER,
+       "compile variants in a training mode: tensors the compiled forward keeps for backward, "
+       "as AOTAutograd's partition of the joint graph (Inductor's min-cut partitioner) decided "
+       "it: the forward graph's outputs past the user's, read from a second compile with a "
+       "recording backend (suites/harness/compile_partition.py), the graph's inputs and views "
+       "of them left out. saved_tensors counts the same on the real call, but for a tensor "
+       "the variant's set-up made that the graph takes as an input (attention's causal mask), "
+       "which saved_tensors counts", "partition saved"),
+    Column("partition_saved_mb", "MiB", NUMBER,
+       "compile variants in a training mode: the bytes of those tensors, from the graph's "
+       "fake values", "partition saved MiB"),
+    Column("recomputed_ops", "", NUMBER,
+       "compile variants in a training mode: forward ops the compiled backward computes again "
+       "from what the forward saved, instead of saving their outputs (a node of the forward "
+       "graph the backward graph holds too, as the partitioner's own debug log counts them; "
+       "views, such as a weight's permute, included)", "recomputed ops"),
+    Column("recomputed", "", TEXT,
+       "compile variants in a training mode: those ops by aten op, most frequent first "
+       "(aten.mul x6, aten.add x2, aten.tanh)"),
+    Column("bwd_graphs", "", NUMBER,
+       "compile variants in a training mode: backward graphs the partition made, one per "
+       "graph dynamo built that has a gradient to compute (compile_graphs counts the "
+       "forward's)", "bwd graphs"),
+    Column("bwd_graph_ops", "", NUMBER,
+       "compile variants in a training mode: aten ops in the backward graph(s) as partitioned, "
+       "before Inductor fuses them into kernels", "bwd graph ops"),
+    Column("graph_breaks", "", NUMBER,
+       "compile variants: graph breaks dynamo hit while the variant was prepared (every reason "
+       "summed): each splits the function into graphs with Python between them",
+       "graph breaks"),
+    Column("recompiles", "", NUMBER,
+       "compile variants: compiled entries past the first on the function's code object (a "
+       "guard failed on a later call) by the end of the correctness check", "recompiles"),
+    Column("inductor_kernels", "", NUMBER,
+       "compile variants: kernels Inductor generated for the case (its generated_kernel_count): "
+       "a fusion lost shows here on any machine, before any time moves", "Inductor kernels"),
     Column("host_us", "us", NUMBER,
        "CPU span of the call's record_function range in the profiled pass", "host us",
        "profile"),

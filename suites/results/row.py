@@ -124,6 +124,17 @@ class ResultRow:
     grad_errors: str | None = None
     activation_mb: float = NAN
     saved_tensors: float = NAN
+    # A compile variant's partition of its training graph (suites/harness/compile_partition.py).
+    partition_saved: float = NAN
+    partition_saved_mb: float = NAN
+    recomputed_ops: float = NAN
+    recomputed: str | None = None
+    bwd_graphs: float = NAN
+    bwd_graph_ops: float = NAN
+    # What dynamo and Inductor did for a compile variant (suites/harness/compile_counters.py).
+    graph_breaks: float = NAN
+    recompiles: float = NAN
+    inductor_kernels: float = NAN
     # Per input, the gradient's scaled error (a training mode's check): the baseline's is the
     # bound the other variants of its case are held to. Not a column (grad_errors says it).
     grad_by_tensor: dict | None = None

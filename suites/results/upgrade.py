@@ -78,9 +78,19 @@ def _from_3(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(mode=frame["mode"].where(frame["mode"].notna(), "fwd_nograd"))
 
 
+def _from_4(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 4 to 5: a compile variant's training rows say how its graph was partitioned
+    (partition_saved, partition_saved_mb, recomputed_ops, recomputed, bwd_graphs,
+    bwd_graph_ops), and every compile row what dynamo and Inductor did (graph_breaks,
+    recompiles, inductor_kernels). No run of version 4 read them: the new columns stay
+    empty."""
+    return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
+
+
 # version -> the step from it to the next one.
 STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0, 1: _from_1,
-                                                                  2: _from_2, 3: _from_3}
+                                                                  2: _from_2, 3: _from_3,
+                                                                  4: _from_4}
 
 
 def upgrade(name: str, frame: pd.DataFrame, version: int) -> pd.DataFrame:

@@ -30,7 +30,8 @@ from kernels import registry
 from kernels.base import Case
 from suites.harness.correctness import check_call
 from suites.harness.variant_passes import pass_scope
-from suites.tools import triton_targets
+from suites.tools import triton_specialisation
+from suites.tools.triton_launches import CONFIG_NAMES, with_config
 
 SECTION = "configs"
 # fp16 takes bf16's tensor-core path in every kernel here: bf16 and fp32 cover the code.
@@ -119,14 +120,14 @@ def key_text(key: tuple) -> str:
 
 
 def spec_text(spec: tuple, fn) -> str:
-    """A specialisation of `fn` (triton_targets.specialisation_key) in words, the config's
+    """A specialisation of `fn` (triton_specialisation.specialisation_key) in words, the config's
     block sizes left out (the row names them): `fp32 HAS_BIAS ACTIVATION=none EVEN_K; =1
     stride_ak stride_bn; not /16: M N K`. The unit strides say the layout; `aligned` when
     every size, stride and address is a multiple of 16."""
-    declared = {p.name for p in triton_targets.params(fn) if p.is_constexpr}
+    declared = {p.name for p in triton_specialisation.params(fn) if p.is_constexpr}
     dtype = next((kind[1:] for _, kind, _ in spec if kind.startswith("*")), "?")
     flags = [(name, value) for name, _, value in spec
-             if name in declared and name not in triton_targets.CONFIG_NAMES]
+             if name in declared and name not in CONFIG_NAMES]
     ones = [name for name, kind, _ in spec if kind == "constexpr" and name not in declared]
     odd = odd_arguments(spec)
     return "; ".join([key_text((dtype, *flags)),
@@ -144,7 +145,7 @@ def odd_arguments(spec: tuple) -> list[str]:
 @dataclass
 class Use:
     """One distinct call of a kernel seen in pass 1 (its arguments as the runtime specialises
-    them: tensors as triton_targets.Pointer stand-ins), the variant call that made it first,
+    them: tensors as triton_specialisation.Pointer stand-ins), the variant call that made it first,
     and the configs the pruning keeps for it here."""
     kernel: str
     key: tuple
@@ -161,7 +162,8 @@ class Tracer:
 
     def __init__(self, tuners: dict):
         self.tuners = tuners
-        self.parts = {name: triton_targets.kernel_parts(tuner) for name, tuner in tuners.items()}
+        self.parts = {name: triton_specialisation.kernel_parts(tuner)
+                      for name, tuner in tuners.items()}
         self.uses: dict[tuple, Use] = {}
         self.current: tuple | None = None  # (op, variant, case) being run
         self.reached: list[str] = []       # the current variant's calls: kernel, key, pick
@@ -182,13 +184,13 @@ class Tracer:
         """The specialisation `kernel` compiles to for a call (`named`: every argument but the
         config's) under `config`: its block sizes, then the heuristics (EVEN_K) on top."""
         fn, heuristics = self.parts[kernel]
-        return triton_targets.specialisation_key(
-            fn, triton_targets.with_config(heuristics, named, config))
+        return triton_specialisation.specialisation_key(
+            fn, with_config(heuristics, named, config))
 
     def _wrap(self, name, tuner, run):
         def traced(*args, **kwargs):
             key = call_key(args, kwargs)
-            named = triton_targets.stand_ins(
+            named = triton_specialisation.stand_ins(
                 {**dict(zip(tuner.arg_names, args)),
                  **{k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}})
             self.tf32x3 |= any(named.get(k) == v for k, v in TF32X3_FLAGS)

@@ -24,12 +24,16 @@ def rounds_line(summary: dict | None) -> str | None:
     if not bad and not remeasured:
         return None
     kinds = ", ".join(f"{n} {state}" for state, n in sorted(states.items(), key=lambda kv: -kv[1]))
-    text = (f"{bad} of {bad + clean} timing rounds (one variant's share each) were not clean "
-            f"({kinds}) and were left out of the ok rows' figures")
-    if remeasured:
-        text += (f"; {len(remeasured)} case(s) were re-measured later in the sweep "
-                 f"({', '.join(remeasured[:6])}{', ...' if len(remeasured) > 6 else ''})")
-    return text + "."
+    parts = []
+    if bad:
+        parts.append(f"{bad} of {bad + clean} timing rounds (one variant's share each) were not "
+                     f"clean ({kinds}) and were left out of the ok rows' figures")
+    if remeasured:  # its first rounds were replaced, so they need not be among the bad ones
+        parts.append(f"{len(remeasured)} case(s) were re-measured later in the sweep, their "
+                     f"first rounds too few clean ({', '.join(remeasured[:6])}"
+                     f"{', ...' if len(remeasured) > 6 else ''})")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
 
 
 # Other processes' cores, on average over a run's timing shares, from which the banner says so.

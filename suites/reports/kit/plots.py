@@ -39,13 +39,25 @@ def panels(frame, title: str, height: float = 4.0):
     return fig, list(zip(dtypes, axes[0]))
 
 
+def legend_columns(fig, labels: list[str], fontsize: float, most: int = LEGEND_COLUMNS) -> int:
+    """How many legend columns fit the figure's width: a column is as wide as the longest label
+    (about 0.6 em a character) plus its handle and gap (about 3.5 em), so long labels
+    (`compile fwd_bwd`, `torch::autograd::AccumulateGrad`) take fewer columns, never a legend
+    cut at the figure's edges."""
+    longest = max((len(label) for label in labels), default=1)
+    column_pt = fontsize * (0.6 * longest + 3.5)
+    fits = int(fig.get_figwidth() * 72 // column_pt)
+    return max(1, min(most, len(labels), fits))
+
+
 def save_with_legend(fig, path: Path) -> Path:
     """Saved with one legend for the figure (the first panel's entries), under the title, so it
     never covers data."""
     handles, labels = fig.axes[0].get_legend_handles_labels()
+    columns = legend_columns(fig, labels, 8)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.94),
-               ncol=min(len(labels), LEGEND_COLUMNS), fontsize=8, frameon=False)
-    rows = -(-len(labels) // LEGEND_COLUMNS)
+               ncol=columns, fontsize=8, frameon=False)
+    rows = -(-len(labels) // columns)
     fig.tight_layout(rect=(0, 0, 1, 0.93 - 0.04 * rows))
     return save_png(fig, path)
 

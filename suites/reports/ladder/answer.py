@@ -13,24 +13,31 @@ from pathlib import Path
 import pandas as pd
 
 from kernels import registry
-from kernels.base import DTYPE_SHORT
+from kernels.base import DEFAULT_MODE, DTYPE_SHORT
 from suites.common.numbers import plain, span, times
 from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
 from suites.reports.kit.plots import plt, save_png, times_ticks
 from suites.results.columns import Status
 
 
+def _mode(first) -> str:
+    """` fwd_bwd`: a training mode as the lines name it; nothing for the default forward."""
+    mode = first.get("mode", DEFAULT_MODE)
+    return f" {mode}" if isinstance(mode, str) and mode != DEFAULT_MODE else ""
+
+
 def _block(rows: pd.DataFrame) -> str:
     first = rows.iloc[0]
     where = " on " + first["machine"] if first.get("machine") else ""
-    return f"{first['suite']} {DTYPE_SHORT.get(first['dtype'], first['dtype'])} at " \
-           f"{first['shape']}{where}"
+    return f"{first['suite']} {DTYPE_SHORT.get(first['dtype'], first['dtype'])}{_mode(first)} " \
+           f"at {first['shape']}{where}"
 
 
 def _block_name(rows: pd.DataFrame) -> str:
-    """`attention bf16`: a block and its dtype (and machine), as the headline names it."""
+    """`attention bf16`, `norm fp32 fwd_bwd`: a block, its dtype and mode (and machine), as the
+    headline names it."""
     first = rows.iloc[0]
-    name = f"{first['suite']} {DTYPE_SHORT.get(first['dtype'], first['dtype'])}"
+    name = f"{first['suite']} {DTYPE_SHORT.get(first['dtype'], first['dtype'])}{_mode(first)}"
     return name + (f" on {first['machine']}" if first.get("machine") else "")
 
 
@@ -72,7 +79,7 @@ def _baseline(rows: pd.DataFrame) -> str | None:
 def lines(table: pd.DataFrame) -> tuple[str, list[str]]:
     """(headline, one line per block)."""
     out, paying = [], []
-    keys = ["suite", "dtype", "machine"] if "machine" in table else ["suite", "dtype"]
+    keys = [k for k in ("suite", "dtype", "mode", "machine") if k in table]
     groups = table.groupby(keys, sort=False)
     for _, rows in groups:
         paired = _paired(rows)
@@ -104,7 +111,7 @@ def plot(table: pd.DataFrame, path: Path) -> Path | None:
     paired = _paired(table)
     if paired.empty:
         return None
-    labels = [f"{r.suite} {DTYPE_SHORT.get(r.dtype, r.dtype)}: {r.variant}"
+    labels = [f"{r.suite} {DTYPE_SHORT.get(r.dtype, r.dtype)}{_mode(r._asdict())}: {r.variant}"
               for r in paired.itertuples()]
     fig, ax = plt.subplots(figsize=(5.4, 0.32 * len(paired) + 1.0))
     ys = range(len(paired))

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from kernels import registry
+from kernels.base import DEFAULT_MODE
 from suites.results.columns import AA_CONTROL, KEY, Status
 from suites.results.tables import param_columns
 from suites.results.reader import read_run
@@ -143,8 +144,9 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
 
 
 def _choices(rows: pd.DataFrame, suites: dict[str, SuiteInfo]) -> pd.Series:
-    """Per row, its categorical parameters (`norm=rms`; "" where a suite has none): fits and
-    curves are per (variant, dtype, choice), since another choice is another computation."""
+    """Per row, its categorical parameters (`norm=rms`; "" where a suite has none) and its
+    training mode (`fwd_bwd`; nothing for the default forward): fits and curves are per
+    (variant, dtype, choice), since another choice is another computation."""
     out = pd.Series("", index=rows.index, dtype=object)
     for name, info in suites.items():
         mine = rows["suite"] == name
@@ -152,6 +154,9 @@ def _choices(rows: pd.DataFrame, suites: dict[str, SuiteInfo]) -> pd.Series:
                        if not pd.api.types.is_numeric_dtype(rows.loc[mine, p].dropna())]
         for p in categorical:
             out[mine] = (out[mine] + " " + p + "=" + rows.loc[mine, p].astype(str)).str.strip()
+    if "mode" in rows:
+        trains = rows["mode"].notna() & (rows["mode"] != DEFAULT_MODE)
+        out[trains] = (out[trains] + " " + rows.loc[trains, "mode"].astype(str)).str.strip()
     return out
 
 

@@ -6,8 +6,9 @@ import os
 
 import pandas as pd
 
+from kernels.base import DEFAULT_MODE
 from suites.common.numbers import count, fixed_times, missing, plain, sci
-from suites.reports.ladder import answer
+from suites.reports.ladder import answer, training
 from suites.reports.ladder.loading import machine
 from suites.reports.kit import page as hp
 from suites.reports.kit.banner import banner_html, banner_lines
@@ -28,8 +29,9 @@ RUNS = {"run": "run folder", "suite": "suite", "device": "device", "created": "c
         "timing": "timing", "peaks": "measured peaks"}
 DROPPED = {**headers(["suite", "case_id", "variant"]), "run": "dropped (older) run",
            "created": "its created", "kept_run": "kept run", "kept_created": "kept created"}
-TEXT_COLUMNS = ("suite", "machine", "dtype", "shape", "family", "variant", "choice", "status", "note", "fit_note",
+TEXT_COLUMNS = ("suite", "machine", "dtype", "mode", "shape", "family", "variant", "choice", "status", "note", "fit_note",
                 "crossover", "case_id", "verdict", "run", "device", "kept_run", "timing", "peaks")
+TRAINING_TITLE = "## Training: each block's step at its reference shape"
 INTRO = ("Each block of the ladder at its reference shape (the series' shape, from env.json; on a "
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
          "(the fastest ok variant where a family has several). Times are per call in microseconds: "
@@ -70,17 +72,22 @@ def display(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
 
 
 def ladder_columns(table: pd.DataFrame) -> dict[str, str]:
-    """LADDER, with a machine column after the block when the rows come from several."""
+    """LADDER, with a machine column after the block when the rows come from several, and a
+    mode column after the dtype when some row trains."""
+    columns = dict(LADDER)
+    if "mode" in table and (table["mode"] != DEFAULT_MODE).any():
+        columns = {k: v for c in columns.items()
+                   for k, v in ([c, ("mode", "mode")] if c[0] == "dtype" else [c])}
     if not table["machine"].astype(bool).any():
-        return LADDER
-    return {"suite": LADDER["suite"], "machine": "machine",
-            **{k: v for k, v in LADDER.items() if k != "suite"}}
+        return columns
+    return {"suite": columns["suite"], "machine": "machine",
+            **{k: v for k, v in columns.items() if k != "suite"}}
 
 
 def ladder_display(table: pd.DataFrame) -> pd.DataFrame:
     """The shape and how it was chosen, on the first row of each (block, dtype) only."""
     shown = display(table, ladder_columns(table))
-    first = ~table.duplicated(["suite", "dtype", "machine"])
+    first = ~table.duplicated([k for k in ("suite", "dtype", "mode", "machine") if k in table])
     notes = table["shape_note"].where(table["shape_note"] != "reference shape", "reference")
     shown["shape"] = (table["shape"] + " (" + notes + ")").where(first, "")
     shown["suite"] = table["suite"].where(first, "")
@@ -127,14 +134,30 @@ def _dropped_display(collection) -> pd.DataFrame:
     return display(dropped, DROPPED)
 
 
-def summary(ladder) -> str:
-    """What collect prints: the answer, the ladder table and each suite's sentences."""
-    c = ladder.collection
+def _has_training(ladder) -> bool:
+    return ladder.training is not None and len(ladder.training) > 0
+
+
+def answer_lines(ladder) -> tuple[str, list[str]]:
+    """The headline and the answer's lines: each block's fused forms, then its training step."""
     head, lines = answer.lines(ladder.table)
+    if _has_training(ladder):
+        lines += training.lines(ladder.training, ladder.baselines)
+    return head, lines
+
+
+def summary(ladder) -> str:
+    """What collect prints: the answer, the ladder table, the training rungs and each suite's
+    sentences."""
+    c = ladder.collection
+    head, lines = answer_lines(ladder)
     parts = [f"> {line}" for line in _banner(c)]
     parts += ["## The answer", "", head, "", *[f"- {line}" for line in lines], ""]
     parts += ["## Ladder: each block at its reference shape", "",
              md_table(ladder_display(ladder.table), ladder_columns(ladder.table)), ""]
+    if _has_training(ladder):
+        shown, headers = training.display(ladder.training, ladder.baselines)
+        parts += [TRAINING_TITLE, "", training.INTRO, "", md_table(shown, headers), ""]
     for part in ladder.suites:
         parts += [f"### {part.title} (baseline: {part.baseline})", ""]
         parts += [f"- {s}" for s in part.sentences] + [""]
@@ -173,7 +196,7 @@ def _suite_section(part) -> str:
 def _answer_section(ladder) -> str:
     """Does fusion pay off, block by block, beside the plot of the speedups; id=answer and
     id=verdict as in a run's report (the browser test finds them there)."""
-    head, lines = answer.lines(ladder.table)
+    head, lines = answer_lines(ladder)
     text = (f"<p id='verdict'><b>{_html.escape(head)}</b></p>" + hp.bullet_list(lines))
     return hp.answer_block(text, ladder.answer_plot)
 
@@ -186,6 +209,12 @@ def html(ladder) -> str:
                  + hp.table(ladder_display(ladder.table), ladder_columns(ladder.table),
                             left=TEXT_COLUMNS, sortable=True)
                  + f"<p>{_html.escape(_dropped_text(c))}</p>")]
+    if _has_training(ladder):
+        shown, headers = training.display(ladder.training, ladder.baselines)
+        sections.append((TRAINING_TITLE.lstrip("# "),
+                         f"<p>{_html.escape(training.INTRO)}</p>"
+                         + hp.table(shown, headers, left=TEXT_COLUMNS + ("pays",),
+                                    sortable=True)))
     if len(c.dropped):
         sections.append(("Duplicates dropped",
                          hp.table(_dropped_display(c), DROPPED, left=TEXT_COLUMNS)))

@@ -12,7 +12,7 @@ from suites.common.numbers import plain, ratio
 from suites.reports.ladder import answer
 from suites.reports.kit import breakeven as be
 from suites.reports.ladder import fits as ft
-from suites.reports.ladder import plots, render
+from suites.reports.ladder import plots, render, training
 from suites.reports.ladder.loading import Collection, by_machine, machine
 from suites.reports.ladder.table import ladder_table
 from suites.traces.device_time import on_gpu
@@ -51,6 +51,11 @@ class Ladder:
     table: pd.DataFrame
     suites: list[SuitePart]
     answer_plot: Path | None = None  # the first screen's plot (suites/reports/ladder/answer.py)
+    training: pd.DataFrame | None = None  # the training rungs (suites/reports/ladder/training.py)
+
+    @property
+    def baselines(self) -> dict[str, str]:
+        return {name: info.baseline for name, info in self.collection.suites.items()}
 
 
 def _fit_sentence(row) -> str:
@@ -148,7 +153,7 @@ def analyze(collection: Collection) -> Ladder:
         table = table.sort_values(["suite", "dtype", "family"], kind="stable",
                                   key=lambda column: column.map(keys[column.name]))
         table = table.reset_index(drop=True)
-    return Ladder(collection, table, suites)
+    return Ladder(collection, table, suites, training=training.training_table(collection))
 
 
 def _plots(ladder: Ladder, out_dir: Path) -> None:
@@ -167,6 +172,9 @@ def write_outputs(ladder: Ladder, out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {name: out_dir / name for name in
              ("ladder.csv", "fits.csv", "breakeven.csv", "ladder.md", "ladder.html")}
+    if ladder.training is not None and len(ladder.training):
+        paths["training.csv"] = out_dir / "training.csv"
+        ladder.training.to_csv(paths["training.csv"], index=False)
     ladder.table.to_csv(paths["ladder.csv"], index=False)
     pd.concat([p.fits for p in ladder.suites] or [pd.DataFrame(columns=ft.FIT_COLUMNS)],
               ignore_index=True).to_csv(paths["fits.csv"], index=False)

@@ -1,4 +1,5 @@
-"""The ladder table: each block at its reference shape, per dtype, one row per variant family.
+"""The ladder table: each block at its reference shape, per dtype and mode, one row per variant
+family.
 
 The reference shape (env.json `reference`) is the series' shape, which a CPU grid often does not
 reach; then the run shape closest to it stands in, by the smallest sum of |log(size / ref)|
@@ -11,7 +12,7 @@ import math
 
 import pandas as pd
 
-from kernels.base import FAMILIES, as_value, params_id
+from kernels.base import DEFAULT_MODE, FAMILIES, as_value, params_id
 from suites.reports.ladder.loading import Collection, SuiteInfo
 from suites.common.numbers import plain, times
 from suites.results.columns import Status
@@ -20,7 +21,7 @@ from suites.results.columns import Status
 # closest to a reference: it is a different computation, not a different size.
 _OTHER_CHOICE = 1e6
 
-COLUMNS = ["suite", "machine", "dtype", "shape", "shape_note", "family", "variant", "status", "n_kernels",
+COLUMNS = ["suite", "machine", "dtype", "mode", "shape", "shape_note", "family", "variant", "status", "n_kernels",
            "device_us", "host_us", "mean_us", "speedup", "speedup_low", "speedup_high",
            "device_ratio", "note"]
 _NUMBERS = ["n_kernels", "device_us", "host_us", "mean_us", "speedup", "speedup_low",
@@ -58,7 +59,7 @@ def choose_shape(shapes: list[dict], reference: dict) -> tuple[dict, str]:
     return best, f"reference shape {shape_label(wanted)} not run; closest: {shape_label(best)}"
 
 
-def _shapes(rows: pd.DataFrame, params: list[str]) -> list[dict]:
+def sorted_shapes(rows: pd.DataFrame, params: list[str]) -> list[dict]:
     """Distinct shapes, largest first (by FLOPs, then by the sizes themselves)."""
     by_size = rows.drop_duplicates(params).assign(_f=rows["flops"].fillna(0))
     by_size = by_size.sort_values(["_f"] + params, ascending=False, kind="stable")
@@ -92,9 +93,12 @@ def _pass_notes(row) -> list[str]:
 
 def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
     out = []
-    for dtype, by_dtype in rows.groupby("dtype", sort=False):
-        shape, shape_note = choose_shape(_shapes(by_dtype, info.params), info.reference)
-        at = by_dtype
+    # Each mode is another computation (a training step is not a forward): its own rows, shape
+    # and fastest variant. A row that names no mode (another tool's table) is a forward.
+    rows = rows.assign(mode=rows["mode"].fillna(DEFAULT_MODE) if "mode" in rows else DEFAULT_MODE)
+    for (dtype, mode), by_mode in rows.groupby(["dtype", "mode"], sort=False):
+        shape, shape_note = choose_shape(sorted_shapes(by_mode, info.params), info.reference)
+        at = by_mode
         for p, v in shape.items():
             at = at[at[p] == v]
         families = list(FAMILIES) + sorted(set(at["family"]) - set(FAMILIES))
@@ -108,7 +112,8 @@ def suite_rows(rows: pd.DataFrame, info: SuiteInfo) -> list[dict]:
             note = "; ".join(n for n in (note, *_pass_notes(row)) if n)
             # Only an ok row's numbers are results: a noisy row's are in its reason (the note).
             shown = {c: row[c] if row["status"] == Status.OK else math.nan for c in _NUMBERS}
-            out.append({"suite": info.name, "machine": "", "dtype": dtype, "shape": shape_label(shape),
+            out.append({"suite": info.name, "machine": "", "dtype": dtype, "mode": mode,
+                        "shape": shape_label(shape),
                         "shape_note": shape_note, "family": family, "variant": row["variant"],
                         "status": row["status"], **shown, "note": note})
     return out

@@ -51,8 +51,9 @@ def case_namer(frame: pd.DataFrame, size_axis: str, params: list[str]):
 def training_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
                    name) -> list[str]:
     """The training rows in words (suites/traces/findings/training.py): the backward's share of
-    a step for the baseline, where each variant's fusion pays (forward, backward, both), and the
-    activation memory it saves; nothing for a run without training modes."""
+    a step for the baseline, where each variant's fusion pays (forward, backward, both), the
+    activation memory it saves, and what a compiled variant's partition saves and recomputes;
+    nothing for a run without training modes."""
     if "mode" not in frame or not frame["mode"].isin(["fwd", "bwd", "fwd_bwd"]).any():
         return []
     lines = []
@@ -74,12 +75,14 @@ def training_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
         wheres = rows["statement"].str.extract(r"pays (in [a-z ]+?):")[0].value_counts()
         lines.append(f"training, {variant}: pays " + ", ".join(
             f"{where} in {n} case(s)" for where, n in wheres.items()))
-    if "activations_saved" in codes:
-        saved = findings[findings["code"] == "activations_saved"]
-        for variant, rows in saved.groupby("variant"):
+    # activations_saved is said per row, compile_partition per case (one of its modes).
+    for code, each in (("activations_saved", "rows"), ("compile_partition", "cases")):
+        if code not in codes:
+            continue
+        for variant, rows in findings[findings["code"] == code].groupby("variant"):
             first = rows.iloc[0]
             lines.append(f"training, {variant}: {first['statement']} ({first['case_id']}"
-                         + (f"; {len(rows)} rows in all" if len(rows) > 1 else "") + ")")
+                         + (f"; {len(rows)} {each} in all" if len(rows) > 1 else "") + ")")
     return lines
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernels.base import DTYPE_SHORT
-from suites.reports.kit.plots import plt, save_png
+from kernels.base import DEFAULT_MODE, DTYPE_SHORT
+from suites.reports.kit.plots import legend_columns, plt, save_png
+from suites.traces.findings.training import split_mode
 
 TOP = 6  # ops named in the legend; the rest are one "other ops" segment
 OTHER, OVERHEAD = "other ops", "exposed overhead"
@@ -62,10 +63,12 @@ def where_time_goes(frame: pd.DataFrame, kernels: pd.DataFrame, size_axis: str,
     variants = list(dict.fromkeys(frame.loc[frame.set_index(["case_id", "variant"]).index.isin(
         pd.MultiIndex.from_frame(shares[["case_id", "variant"]])), "variant"]))
     dtypes = list(dict.fromkeys(frame["dtype"]))
-    legend_rows = -(-len(ops) // 4)
-    height = 1.6 * len(variants) + 1.2 + 0.2 * legend_rows
     fig, axes = plt.subplots(len(variants), len(dtypes), squeeze=False, sharey=True,
-                             figsize=(5.5 * len(dtypes), height))
+                             figsize=(5.5 * len(dtypes), 1.0))
+    columns = legend_columns(fig, [short(o) for o in ops], 7, most=4)
+    legend_rows = -(-len(ops) // columns)
+    height = 1.6 * len(variants) + 1.2 + 0.2 * legend_rows
+    fig.set_figheight(height)
     # Two lines: one line is wider than a single dtype's panel, and the figure would cut it.
     fig.suptitle("Where a call's time goes, per op\n(share of the time per call; hatched: exposed "
                  "host and launch overhead)", fontsize=10)
@@ -79,11 +82,18 @@ def where_time_goes(frame: pd.DataFrame, kernels: pd.DataFrame, size_axis: str,
                 axes[r][c].set_title(DTYPE_SHORT.get(dtype, dtype), fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=color[o], edgecolor="#888888",
                              hatch="//" if o == OVERHEAD else "") for o in ops]
-    fig.legend(handles, [short(o) for o in ops], loc="lower center", ncol=min(4, len(ops)),
+    fig.legend(handles, [short(o) for o in ops], loc="lower center", ncol=columns,
                fontsize=7, frameon=False)
     # The legend below the panels, in the space tight_layout leaves it (inches to a fraction).
     fig.tight_layout(rect=(0, (0.2 * legend_rows + 0.1) / height, 1, 1 - 0.25 / height))
     return save_png(fig, path)
+
+
+def case_tick(case_id: str) -> str:
+    """A case's label under a bar: its id without the dtype (the panel's title says it), its
+    training mode kept (`M64-N64-K64 fwd_bwd`)."""
+    base, mode = split_mode(case_id)
+    return base.rsplit("-", 1)[0] + ("" if mode == DEFAULT_MODE else f" {mode}")
 
 
 def _panel(ax, frame, shares, variant, dtype, size_axis, ops, color, labels: bool) -> None:
@@ -100,6 +110,6 @@ def _panel(ax, frame, shares, variant, dtype, size_axis, ops, color, labels: boo
         bottom = [b + v for b, v in zip(bottom, table[op])]
     ax.set_ylim(0, 1.0)
     ax.set_xticks(range(len(cases)))
-    ax.set_xticklabels([c.rsplit("-", 1)[0] for c in cases] if labels else [],
+    ax.set_xticklabels([case_tick(c) for c in cases] if labels else [],
                        rotation=30, ha="right", fontsize=7)
     ax.tick_params(axis="y", labelsize=7)

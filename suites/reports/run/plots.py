@@ -9,7 +9,7 @@ import pandas as pd
 
 from kernels.base import DTYPE_SHORT, as_value
 from suites.reports.kit.plots import panels, plt, save_png, save_with_legend, times_ticks
-from suites.reports.run.op_plot import where_time_goes
+from suites.reports.run.op_plot import case_tick, where_time_goes
 from suites.results.columns import Status
 
 
@@ -18,10 +18,13 @@ def series_label(frame: pd.DataFrame, size_axis: str, params: list[str]):
     size axis (matmul_add's N and K follow M, so they do not split its lines)."""
     per_size = frame.groupby(["variant", "dtype", size_axis])
     others = [p for p in params if p != size_axis and (per_size[p].nunique() > 1).any()]
+    # A training mode is another computation: its own line (`compile fwd_bwd`), named as such.
+    modes = "mode" in frame and frame["mode"].nunique() > 1
 
     def label(row) -> str:
         extra = " ".join(f"{p}={as_value(row[p])}" for p in others)
-        return f"{row['variant']} {extra}".strip()
+        mode = row["mode"] if modes else ""
+        return f"{row['variant']} {mode} {extra}".strip().replace("  ", " ")
 
     return label
 
@@ -95,7 +98,7 @@ def _bars(frame, size_axis, ax, stacks: list[tuple[str, str]], fractions: bool):
                    label=variant if s == 0 else None)
             bottom = [b + val for b, val in zip(bottom, values)]
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
-    ax.set_xticklabels([c.rsplit("-", 1)[0] for c in cases], rotation=30, ha="right", fontsize=7)
+    ax.set_xticklabels([case_tick(c) for c in cases], rotation=30, ha="right", fontsize=7)
 
 
 def breakdown(frame, size_axis, path: Path) -> Path:

@@ -109,6 +109,10 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.ACTIVATIONS_SAVED: ("a variant keeps less (or more) for backward than the baseline: "
                              "the tensors and MiB autograd saves during its forward",
                              "fusebench"),
+    Code.COMPILE_PARTITION: ("how torch.compile split a training step: the tensors its "
+                             "forward saves for backward and the forward ops its backward "
+                             "recomputes instead (AOTAutograd's min-cut partition, read from "
+                             "the graphs)", "fusebench"),
     Code.STEP_FAILED: ("a step after the measurement (a trace reader, a detector, the derived "
                        "columns) raised on this row: the row is kept, without what that step "
                        "adds; the statement names the step and the exception", "fusebench"),

@@ -66,6 +66,7 @@ class Code(StrEnum):
     BACKWARD_SHARE = "backward_share"
     FUSION_PAYS_WHERE = "fusion_pays_where"
     ACTIVATIONS_SAVED = "activations_saved"
+    COMPILE_PARTITION = "compile_partition"
     # a step after the measurement that raised (core.step_failed): the row stands without it
     STEP_FAILED = "step_failed"
 

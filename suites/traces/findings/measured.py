@@ -150,7 +150,8 @@ AGAINST_BASELINE = (passes_disagree, kernel_speedup_differs)
 ROW_CODES = (Code.ABOVE_PEAK, Code.PASSES_DISAGREE, Code.KERNEL_SPEEDUP_DIFFERS,
              Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.PAGE_FAULTS_DIFFER, Code.TWO_STATES,
              Code.LAUNCH_FLOOR,
-             Code.BACKWARD_SHARE, Code.FUSION_PAYS_WHERE, Code.ACTIVATIONS_SAVED)
+             Code.BACKWARD_SHARE, Code.FUSION_PAYS_WHERE, Code.ACTIVATIONS_SAVED,
+             Code.COMPILE_PARTITION)
 
 
 def row_findings(rows: list[Row], suite: str, baseline: str,

@@ -8,6 +8,12 @@ the sweep, from the rows alone, like measured.py's.
   the forward alone may not pay in training.
 - activations_saved: a variant keeps less (or more) for backward than the baseline of its case
   (activation_mb, saved_tensors): "compile keeps 2 of eager's 5 tensors: 3.1 MiB less".
+- compile_partition: how torch.compile's partition of the joint graph split a training step
+  (suites/harness/compile_partition.py): the tensors its forward saves for backward and the
+  forward ops its backward recomputes instead, "saves 3 tensor(s) for backward (0.0703 MiB) and
+  recomputes 12 forward op(s) in backward instead of saving them (aten.mul x6, ...)". Said once
+  per case and variant (the partition is the same in every training mode), on the case's
+  fwd_bwd row (else bwd, else fwd).
 """
 from __future__ import annotations
 
@@ -101,6 +107,31 @@ def activations_saved(row: Row, base: Row | None):
                    "saved_tensors": n_mine, "baseline_saved_tensors": n_theirs})
 
 
+def compile_partition(row: Row):
+    n, saved, mb = (column_value(row, c) for c in ("recomputed_ops", "partition_saved",
+                                                   "partition_saved_mb"))
+    if not _finite(n, saved, mb):
+        return
+    ops = column_value(row, "recomputed")
+    recomputes = (f"recomputes {n:.0f} forward op(s) in backward instead of saving them ({ops})"
+                  if n and isinstance(ops, str) and ops else
+                  f"recomputes {n:.0f} forward op(s) in backward" if n else
+                  "recomputes no forward op in backward")
+    graphs, bwd_ops = column_value(row, "bwd_graphs"), column_value(row, "bwd_graph_ops")
+    backward = (f"; its backward: {graphs:.0f} graph(s), {bwd_ops:.0f} aten ops before fusion"
+                if _finite(graphs, bwd_ops) else "")
+    hooks = column_value(row, "saved_tensors")
+    # What saved_tensors_hooks saw the real compiled call keep, where it is not the same: they
+    # leave out the case's inputs only, the partition every input of the graph (a mask).
+    seen = (f" (saved_tensors_hooks counted {hooks:.0f} on the real call, the graph's other "
+            "inputs included)" if _finite(hooks) and hooks != saved else "")
+    yield Finding(Code.COMPILE_PARTITION, Severity.INFO,
+                  f"saves {saved:.0f} tensor(s) for backward ({mb:.3g} MiB){seen} and "
+                  f"{recomputes}{backward}",
+                  {"partition_saved": saved, "partition_saved_mb": mb, "recomputed_ops": n,
+                   "bwd_graphs": graphs, "bwd_graph_ops": bwd_ops, "saved_tensors": hooks})
+
+
 def training_findings(rows: list[Row], baseline: str) -> list[tuple[Row, Finding]]:
     """(the row it is about, the finding) for every training row the detectors flag: the
     cross-mode ones are stated on the case's fwd_bwd row (else its bwd row)."""
@@ -121,6 +152,10 @@ def training_findings(rows: list[Row], baseline: str) -> list[tuple[Row, Finding
         if variant != baseline:
             found += fusion_pays_where(by_mode)
         out += [(anchor, f) for f in found]
+        partitioned = [r for m in ("fwd_bwd", "bwd", "fwd") if (r := by_mode.get(m)) is not None
+                       and _finite(column_value(r, "recomputed_ops"))]
+        if partitioned:
+            out += [(partitioned[0], f) for f in compile_partition(partitioned[0])]
         if variant != baseline:
             for mode, row in by_mode.items():
                 out += [(row, f) for f in activations_saved(
