@@ -9,6 +9,10 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# A run's Triton counters (conf/config.yaml triton_counters) cost a compile of its kernels for
+# sm_80/sm_90: the default of the tests' runs is off; the tests of that step turn it on.
+os.environ.setdefault("FUSEBENCH_TRITON_COUNTERS", "off")
+
 import pytest  # noqa: E402
 
 

@@ -313,5 +313,36 @@ def test_triton_counters_are_tracked_exactly_where_runs_write_them(tmp_path):
     found = [c for c in changes_of(report, "compile") if c["counters"]]
     assert [c["run_index"] for c in found] == [6]
     names = [c["name"] for c in found[0]["counters"]]
-    assert names == ["spills (triton_mm_0 BLOCK_M=64, sm_90)"]
+    # The build's own counter, and its kernel's worst config on the target (which a retuned
+    # config, a new build, would carry where the build's own name starts afresh).
+    assert names == ["spills (triton_mm_0 BLOCK_M=64, sm_90)",
+                     "spills (triton_mm_0, sm_90, worst config)"]
     assert "spills (triton_mm_0 BLOCK_M=64, sm_90) 0 -> 4" in found[0]["explanation"]
+
+
+def test_a_retuned_config_that_spills_is_a_change_though_its_build_is_new(tmp_path):
+    """A commit retunes one config (a new build: its own counters start afresh, which is no
+    change) and that build spills: the row's set of builds and its kernel's worst config
+    carry the change across, named per target."""
+    runs = make_history(tmp_path)
+    for i, run in enumerate(runs):
+        config, spills = ("128 128 32 2 4", 94428) if i >= 5 else ("128 128 32 4 4", 0)
+        pd.DataFrame([{"suite": "matmul_add", "case_id": CASE, "variant": "compile",
+                       "kernel": "gemm", "specialisation": "EVEN_K=True", "config": c,
+                       "arch": "sm_90", "registers": r, "spill_bytes": s, "shared_bytes": 98304}
+                      for c, r, s in (("64 64 32 4 4", 112, 0), (config, 32 if spills else 206,
+                                                                   spills))]
+                     ).to_csv(run / "triton_counters.csv", index=False)
+    code, report, _ = history_of(tmp_path)
+    found = [c for c in changes_of(report, "compile") if c["counters"]]
+    assert [c["run_index"] for c in found] == [6]
+    counters = {c["name"]: c for c in found[0]["counters"]}
+    assert counters["spill_bytes (gemm, sm_90, worst config)"]["after"] == 94428
+    assert counters["triton builds (sm_90)"]["before"] == "gemm [128 128 32 4 4]; gemm [64 64 32 4 4]"
+    assert "spill_bytes (gemm, sm_90, worst config) 0 -> 94428" in found[0]["explanation"] \
+        or "triton builds (sm_90): +gemm [128 128 32 2 4], -gemm [128 128 32 4 4]" in \
+        found[0]["explanation"]
+    from suites.reports.history.counters import CounterEvent
+    event = CounterEvent("triton builds (sm_90)", 6, 5, counters["triton builds (sm_90)"]["before"],
+                         counters["triton builds (sm_90)"]["after"])
+    assert event.text() == "triton builds (sm_90): +gemm [128 128 32 2 4], -gemm [128 128 32 4 4]"

@@ -167,7 +167,12 @@ def test_memory_probe_off_never_probes_and_a_bad_setting_names_the_key(monkeypat
     free(monkeypatch, 1)
     monkeypatch.setattr(memory_probe, "run_probe", lambda *a: pytest.fail("probed"))
     assert MemoryGuard("off").check(OP, variants("eager"), case(4096), "eager").skip == ""
-    from suites.config.run_spec import memory_probe_setting
+    from suites.config.run_spec import setting
+    from suites.harness.memory_probe import SETTINGS
+
+    def memory_probe_setting(value):
+        return setting(value, "memory_probe", SETTINGS)
+
     assert memory_probe_setting("off") == "off"
     with pytest.raises(ConfigError, match=r"^memory_probe: 'sometimes' is not a setting; "
                                           r"accepted: auto, off$"):

@@ -17,6 +17,7 @@ from suites.results.journal import COMPLETE, still_running
 from suites.harness.contention import usable_cpus
 from suites.harness.cpu_budget import cpu_budget
 from suites.harness.memory_probe import SETTINGS as MEMORY_PROBE_SETTINGS
+from suites.harness.triton_counters_step import SETTINGS as TRITON_COUNTERS_SETTINGS
 from suites.harness.profile_pass import ProfileSpec
 from suites.harness.spec import RunSpec, SuiteSpec
 from suites.harness.timing import TimingSpec
@@ -29,7 +30,7 @@ DEVICES = ("auto", "cpu", "cuda")
 # and the run would go ahead without what the user asked for.
 KNOWN_KEYS = {
     "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
-               "resume", "memory_probe"),
+               "resume", "memory_probe", "triton_counters"),
     "suite": ("name", "op", "sizes", "axes", "dtypes", "modes", "variants", "reference", "grids",
               "batch", "history"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
@@ -276,12 +277,13 @@ def profile_spec(cfg: Mapping) -> ProfileSpec:
     )
 
 
-def memory_probe_setting(value) -> str:
-    """memory_probe: auto (estimate a case's memory before it runs, skip one that would not
-    fit: suites/harness/memory_probe.py) or off."""
-    if value not in MEMORY_PROBE_SETTINGS:
-        raise ConfigError(f"memory_probe: {value!r} is not a setting; accepted: "
-                          f"{', '.join(MEMORY_PROBE_SETTINGS)}")
+def setting(value, key: str, accepted: tuple) -> str:
+    """One of a key's named settings: memory_probe (auto: estimate a case's memory before it
+    runs, skip one that would not fit: suites/harness/memory_probe.py), triton_counters (auto:
+    compile what the Triton rows launch for sm_80/sm_90: suites/harness/
+    triton_counters_step.py); off for either."""
+    if value not in accepted:
+        raise ConfigError(f"{key}: {value!r} is not a setting; accepted: {', '.join(accepted)}")
     return value
 
 
@@ -302,7 +304,10 @@ def build_run_spec(cfg: Mapping, out_dir: Path) -> RunSpec:
         progress=boolean(cfg.get("progress", True), "progress"),
         out_dir=Path(out_dir),
         resume=boolean(cfg.get("resume", False), "resume"),
-        memory_probe=memory_probe_setting(cfg.get("memory_probe", "auto")),
+        memory_probe=setting(cfg.get("memory_probe", "auto"), "memory_probe",
+                             MEMORY_PROBE_SETTINGS),
+        triton_counters=setting(cfg.get("triton_counters", "auto"), "triton_counters",
+                                TRITON_COUNTERS_SETTINGS),
         config={k: v for k, v in cfg.items() if k != "resume"},
     )
 
@@ -325,7 +330,8 @@ def same_config(state: dict, config: dict) -> bool:
 
 
 # Keys a newer version added, as an older run (whose config lacks them) ran: their defaults.
-ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE], "memory_probe": "auto"}
+ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE], "memory_probe": "auto",
+              "triton_counters": "auto"}
 
 
 def _first_difference(then, now, where: str) -> str | None:

@@ -31,6 +31,7 @@ from suites.harness.device_lock import exclusive_device
 from suites.harness.environment import busy_machine_warning, describe, rounds_summary
 from suites.harness.launch_floor import recorded_floors
 from suites.harness.memory_probe import MemoryGuard
+from suites.harness import triton_counters_step
 from suites.harness.progress import CaseWork, Progress, case_cost
 from suites.harness.stopping import Interrupted, stop_if_asked
 from suites.harness.cuda_graphs import keep_cupti_between_sessions
@@ -209,6 +210,11 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
         raise
     result = _finish(outcomes, spec, env, started, previous, state, lines)
     state.end(COMPLETE)
+    # After every row is on disk: compiles that cannot change a measurement or fail the run.
+    counters = triton_counters_step.record(spec, stream)
+    if counters:
+        env["triton_counters"] = counters
+        atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
     return result
 
 

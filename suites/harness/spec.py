@@ -37,6 +37,10 @@ class RunSpec:
     config: dict = field(default_factory=dict)  # the resolved config, for run.json
     job: dict | None = None  # a multirun job's {"num", "overrides"}, for run.json
     memory_probe: str = "auto"  # auto | off: estimate each case's memory first (memory_probe.py)
+    # auto | off: the registers, spills and shared memory of what the Triton rows launch, for
+    # sm_80 and sm_90 (triton_counters_step.py). Off here, where tests and callers build specs;
+    # conf/config.yaml's default is auto.
+    triton_counters: str = "off"
 
     def cases(self) -> list[Case]:
         return [Case(self.suite.name, shape, dtype, self.device, self.seed, mode)

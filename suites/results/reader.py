@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
-from kernels import registry
-from kernels.base import Op
 from suites.common.errors import InputError
 from suites.results import folder_checks as checks
 from suites.results import table_reading as read
@@ -27,6 +25,9 @@ from suites.results.journal import MEASUREMENTS_CSV, RUN_JSON
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, OPTREE_CSV, ROUNDS_CSV,
                                    SAMPLES_CSV, TABLES)
 from suites.results.upgrade import SCHEMA_COLUMNS, schema_version, upgrade, with_empty
+
+if TYPE_CHECKING:  # the registry imports torch (2 s): only where a block is needed
+    from kernels.base import Op
 
 ENV_JSON = checks.ENV_JSON
 
@@ -65,6 +66,7 @@ class RunFolder:
         run imported it); what went wrong, in one line, or None."""
         if self.own_op is None:
             return None
+        from kernels import registry  # torch's import (2 s): only where a block is needed
         try:
             registry.load_op(self.own_op)
         except registry.OpLoadError as exc:
@@ -73,7 +75,9 @@ class RunFolder:
 
     @cached_property
     def op(self) -> Op:
-        """The run's block: a built-in one, or the user's block its config names."""
+        """The run's block: a built-in one, or the user's block its config names (the
+        registry, and torch with it, imported here: history and collect read rows only)."""
+        from kernels import registry
         frame = self.measurements
         suite = self.env.get("suite") or (frame["suite"].iloc[0] if len(frame) else None)
         if problem := self.load_own_op():

@@ -31,7 +31,6 @@ import pkgutil
 import textwrap
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import NamedTuple
 
 from suites.tools.triton_specialisation import (Job, kernel_parts, params,
@@ -235,14 +234,6 @@ def _train_step(forward):
     torch.autograd.backward(out, torch.empty(out.shape, dtype=out.dtype, device=out.device))
 
 
-def _prepare_then_call(prepare, case, inputs):
-    prepare(case, inputs)()
-
-
-def _train_then_step(prepare_train, case, inputs):
-    _train_step(prepare_train(case, inputs))
-
-
 # Each builder returns (the call, the steps it launches).
 
 def _gemm(dtype: str, shape: tuple, epilogue: str, kmajor: bool):
@@ -402,53 +393,11 @@ def launches(dtype: str, arch: int) -> list[Launch]:
             for launch in _capture(label, call, steps, arch)] + suite_launches(dtype, arch)
 
 
-# The suites whose every Triton launch is planned as well, from their CUDA grids. (The launch
-# suite is planned by hand above: its paths but the JIT's launch a compiled kernel's handle,
-# which a capture has not got, and they all launch nop_kernel as the JIT path does.)
-SUITES = ("matmul_add", "linear", "mlp", "attention", "norm", "block")
-
-
 def suite_launches(dtype: str, arch: int) -> list[Launch]:
-    """Every Triton launch the suites make on `arch`'s GPU in `dtype`: each Triton variant the
-    GPU supports, inference and training (a training step as the harness runs it: the inputs
-    made leaves that require grad, the forward, its backward), at each shape of the suite's
-    CUDA grid (conf/suite/<name>.yaml). Most of them compile to what the launches above do
-    (sizes count only through their divisibility by 16); not the grids' row counts, which
-    the norms' backward and the column sum split by the GPU's SM count into blocks whose
-    counts the runtime specialises on (a multiple of 16 or not)."""
-    from kernels import registry
-    from kernels.base import Case
-    from suites.config.shapes import axes_shapes, square_shapes
-    from suites.config.suite_table import device_grid
-    from suites.harness.training import as_leaves
-
-    out = []
-    for name in SUITES:
-        grid = device_grid(name, "cuda")
-        if dtype not in grid["dtypes"]:
-            continue
-        op = registry.get_op(name)
-        shapes = (square_shapes(grid["sizes"], op) if "sizes" in grid
-                  else axes_shapes(grid["axes"], op))
-        for variant in (registry.get_variant(name, v) for v in registry.variant_names(name)):
-            if variant.family != "triton":
-                continue
-            for shape in shapes:
-                with _gpu_stand_ins(arch):  # asked as on the GPU: a CUDA case, arch's answers
-                    if variant.supports(Case.make(name, shape, dtype, "cuda")):
-                        continue
-                for train in (False, True) if variant.prepare_train else (False,):
-                    case = Case.make(name, shape, dtype, "meta")
-                    inputs = op.make_inputs(case, None)  # no generator: meta tensors hold none
-                    # Prepared in the capture, where the wrappers' checks let meta tensors by.
-                    if train:
-                        as_leaves(inputs)
-                        call = partial(_train_then_step, variant.prepare_train, case, inputs)
-                    else:
-                        call = partial(_prepare_then_call, variant.prepare, case, inputs)
-                    label = f"{name}/{variant.name} {case.id}{' train' if train else ''}"
-                    out += _capture(label, call, None, arch)
-    return out
+    """Every launch of the suites' CUDA grids (triton_suite_launches.py, which captures with
+    this module's recorder)."""
+    from suites.tools.triton_suite_launches import grid_launches
+    return grid_launches(dtype, arch)
 
 
 def odd_launches(dtype: str, arch: int = 90) -> list[Launch]:

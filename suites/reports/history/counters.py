@@ -33,7 +33,8 @@ STATUS = "status"
 KERNEL_SET = "kernels"
 NOT_RUN = (Status.FAILED, Status.INCORRECT, Status.SKIPPED)
 # triton_counters.csv: the columns naming a kernel's build (the rest, numeric, are counters).
-TRITON_IDENTITY = ("kernel", "config", "arch")
+TRITON_IDENTITY = ("kernel", "specialisation", "config", "arch")
+TRITON_BUILDS = "triton builds"  # the counter holding a row's set of Triton builds, per target
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,21 @@ class CounterEvent:
     def text(self) -> str:
         if self.name == KERNEL_SET:
             return kernel_set_change(self.before, self.after)
+        if self.name.startswith(TRITON_BUILDS):
+            old, new = (set(str(v).split("; ")) for v in (self.before, self.after))
+            diff = [f"+{b}" for b in sorted(new - old)] + [f"-{b}" for b in sorted(old - new)]
+            return f"{self.name}: {', '.join(diff)}"
         return f"{self.name} {_show(self.before)} -> {_show(self.after)}"
+
+
+def weight(name: str) -> int:
+    """How much a Triton counter's change says, to order them: a spill first (every spill a
+    round trip through L1/L2), then the set of builds (a config retuned or dropped), then
+    shared memory (occupancy), then registers."""
+    for i, what in enumerate(("spill", TRITON_BUILDS, "shared")):
+        if name.startswith(what):
+            return 3 - i
+    return 0
 
 
 def _show(value) -> str:
@@ -131,15 +146,31 @@ def _triton_name(row: dict, field: str) -> str:
 
 
 def _triton_values(rows: list[dict]) -> dict[str, object]:
-    out = {}
+    """Each build's counters by name; and per target, two that survive a change of the builds
+    themselves (a config added, retuned or dropped leaves the old build's counters behind, and
+    a counter a run lacks is no change): the set of builds, and per kernel its worst config's
+    value of each counter ("spill_bytes (gemm, sm_90, worst config) 0 -> 1024")."""
+    out: dict[str, object] = {}
+    builds: dict[str, list[str]] = {}
+    worst: dict[str, float] = {}
     for row in rows:
+        arch = row.get("arch") or ""
+        if row.get("kernel"):
+            builds.setdefault(arch, []).append(f"{row['kernel']} [{row.get('config', '')}]")
         for field, text in row.items():
             if field in TRITON_IDENTITY or field in KEY:
                 continue
             value = _number_or_text(text)
-            if value is not None:
-                out[_triton_name(row, field)] = value
-    return out
+            if value is None:
+                continue
+            out[_triton_name(row, field)] = value
+            if isinstance(value, float) and row.get("kernel"):
+                name = f"{field} ({row['kernel']}{', ' + arch if arch else ''}, worst config)"
+                worst[name] = max(worst.get(name, value), value)
+    for arch, names in builds.items():
+        out[f"{TRITON_BUILDS}{' (' + arch + ')' if arch else ''}"] = "; ".join(
+            sorted(set(names)))
+    return {**out, **worst}
 
 
 def triton_row_counters(runs, keys) -> dict[str, list]:

@@ -300,7 +300,8 @@ def explain(series, found, runs: list[Run]) -> Explanation:
         text = event.text()
         if text not in counted and event.name not in counter_module.COLUMNS \
                 and event.name != counter_module.STATUS:
-            mechanisms.append(Item("counter", text, MECHANISM_SCORE["counter"]))
+            mechanisms.append(Item("counter", text,
+                                   MECHANISM_SCORE["counter"] + counter_module.weight(event.name)))
     causes.sort(key=lambda i: -i.score)
     mechanisms.sort(key=lambda i: -i.score)
     size = size_text(found, series.baseline)

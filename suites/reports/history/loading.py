@@ -52,7 +52,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from kernels import registry
 from suites.common.errors import InputError
 from suites.reports.kit.banner import state_line
 from suites.results.columns import KEY, Status
@@ -440,18 +439,19 @@ class History:
 
 
 def baseline_of(suite: str, runs: list[Run]) -> str:
-    """The suite's baseline variant, from the registry; for a block this version does not know,
-    the row whose speedup is exactly 1 (every run writes its baseline's so), else the first
-    eager-family row."""
-    try:
-        return registry.get_op(suite).baseline
-    except registry.UnknownNameError:
-        pass
+    """The suite's baseline variant: the row whose speedup is exactly 1 with its interval (every
+    run writes its baseline's so); else the registry's (torch's import, 2 s, only then), for a
+    block this version knows; else the first eager-family row."""
     for run in runs:
         for (s, _, variant), row in run.rows.items():
             if s == suite and row["speedup"] == 1 and row["speedup_low"] == 1 \
                     and row["speedup_high"] == 1:
                 return variant
+    from kernels import registry
+    try:
+        return registry.get_op(suite).baseline
+    except registry.UnknownNameError:
+        pass
     for run in runs:
         for (s, _, variant), row in run.rows.items():
             if s == suite and row.get("family") == "eager":
