@@ -11,7 +11,9 @@ out of the launch plan fails here. (`python -m suites.tools.triton_targets` with
 
 The compiles are most of this file's time: the kept set is compiled once, in one process of
 the tool (its own fresh Triton cache, two compile workers: CI's cores), and shared by the
-tests that read it."""
+tests that read it; or, while tests/fixtures/triton_targets.json is current (its key: the
+kernels, the plan, the grids and the versions, suites/tools/triton_record.py), read from that
+record, with a sample of it (each kernel once per target) compiled again and compared."""
 import json
 import os
 import subprocess
@@ -31,21 +33,65 @@ def _compile_env(tmp_path: Path, **extra) -> dict:
     return {**env, **extra}
 
 
-@pytest.fixture(scope="module")
-def kept_run(tmp_path_factory):
-    """(the tool's process, its JSON rows) of one --kept-only run."""
-    tmp = tmp_path_factory.mktemp("triton_targets")
+def _tool(tmp: Path, *flags) -> tuple[subprocess.CompletedProcess, list[dict]]:
     rows = tmp / "results.jsonl"
     done = subprocess.run([sys.executable, "-m", "suites.tools.triton_targets", "--kept-only",
-                           "--jobs", str(min(2, os.cpu_count() or 1)), "--json", str(rows)],
-                          cwd=ROOT, env=_compile_env(tmp), capture_output=True, text=True,
-                          timeout=2400)
+                           "--jobs", str(min(2, os.cpu_count() or 1)), "--json", str(rows),
+                           *flags], cwd=ROOT, env=_compile_env(tmp), capture_output=True,
+                          text=True, timeout=2400)
     results = [json.loads(line) for line in rows.read_text().splitlines()] if rows.exists() else []
     return done, results
 
 
+def _key_in_a_gpu_process() -> str:
+    """The record's key as the tool computes it (kernels imported without the interpreter)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-c", "from suites.tools import triton_record as r; "
+                           "print(r.inputs_key())"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=True, timeout=300).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory):
+    """(the tool's output: its exit code and last line; its JSON rows, one per kept compile;
+    whether they came from the record): from tests/fixtures/triton_targets.json where it is
+    current, else from one --kept-only run."""
+    from suites.tools import triton_record
+    stored = triton_record.read()
+    if stored is not None and stored["key"] == _key_in_a_gpu_process():
+        done = subprocess.CompletedProcess([], 0, stdout=stored["verdict"] + "\n", stderr="")
+        return done, stored["results"], True
+    done, results = _tool(tmp_path_factory.mktemp("triton_targets"))
+    return done, results, False
+
+
+def test_the_record_is_current(kept_run):
+    """A change to a kernel, the plan, a grid or a version makes the record stale: the other
+    tests then compiled everything (minutes); refresh it so the next runs need not."""
+    from suites.tools.triton_record import REFRESH
+    assert kept_run[2], f"tests/fixtures/triton_targets.json is stale: run `{REFRESH}`"
+
+
+def test_a_sample_of_the_record_compiles_as_recorded(kept_run, tmp_path):
+    """The record is the compiler's: each kernel's first recorded compile on each target,
+    compiled again now, has the recorded shared memory, registers and spills."""
+    from suites.tools import triton_record
+    done, results, recorded = kept_run
+    if not recorded:
+        pytest.skip("compiled in full this run (the record is stale): nothing to sample")
+    again, sampled = _tool(tmp_path, "--sample", str(triton_record.RECORD))
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    wanted = triton_record.sample(results)
+    assert {triton_record.identity(r) for r in sampled} == wanted
+    by_id = {triton_record.identity(r): r for r in results}
+    for r in sampled:
+        old = by_id[triton_record.identity(r)]
+        assert (r["shared"], r["registers"], r["spill_bytes"], r["error"]) == \
+            (old["shared"], old["registers"], old["spill_bytes"], old["error"]), r
+
+
 def test_the_kept_configs_fit_sm80_and_sm90(kept_run):
-    done, results = kept_run
+    done, results, _ = kept_run
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, (done.stdout[-4000:] + done.stderr[-3000:])
     assert last.endswith("0 problem(s)"), last
@@ -59,7 +105,7 @@ def test_every_kernel_is_compiled_on_both_targets(kept_run):
     list) is compiled for sm_80 and sm_90, but the TMA GEMM, which runs on sm_90 only; the
     kernels without an autotuner with the one config their launcher picks, always kept."""
     from suites.tools.triton_launches import defined_kernels
-    _, results = kept_run
+    _, results, _ = kept_run
     defined = set(defined_kernels())
     assert "kernels.triton.flash_attention_bwd._attn_bwd_dq_kernel" in defined  # found at all
     hopper_only = {"kernels.triton.gemm_tma._matmul_tma_kernel"}

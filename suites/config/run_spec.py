@@ -30,7 +30,7 @@ DEVICES = ("auto", "cpu", "cuda")
 # and the run would go ahead without what the user asked for.
 KNOWN_KEYS = {
     "config": ("suite", "timing", "profile", "device", "seed", "calibrate", "progress",
-               "resume", "memory_probe", "triton_counters"),
+               "resume", "memory_probe", "triton_counters", "suggested"),
     "suite": ("name", "op", "sizes", "axes", "dtypes", "modes", "variants", "reference", "grids",
               "batch", "history"),
     "timing": ("preset", "budget_s", "min_samples", "max_samples", "warmup_calls",
@@ -119,8 +119,9 @@ def _variants(value, op: str) -> tuple[tuple[str, ...], str]:
 
 
 def _shapes(suite_cfg: Mapping, op, device: str) -> list[dict[str, Value]]:
-    """The YAML names its shapes by `sizes` (every parameter equal) or by `axes`."""
-    keys = [k for k in ("sizes", "axes") if k in suite_cfg]
+    """The YAML names its shapes by `sizes` (every parameter equal) or by `axes`; one set to
+    null is absent (an experiment that gives axes to a suite whose YAML has sizes)."""
+    keys = [k for k in ("sizes", "axes") if suite_cfg.get(k) is not None]
     if len(keys) != 1:
         raise ConfigError(f"suite: give exactly one of suite.sizes or suite.axes, got {keys or 'none'}")
     value = _device_default(suite_cfg, keys[0], device)
@@ -179,7 +180,7 @@ def suite_spec(suite_cfg: Mapping, device: str) -> SuiteSpec:
     shapes = _shapes(suite_cfg, op, device)
     if "batch" in suite_cfg:
         shapes = _batched(shapes, suite_cfg["batch"], op)
-    where = "suite.sizes" if "sizes" in suite_cfg else "suite.axes"
+    where = "suite.sizes" if suite_cfg.get("sizes") is not None else "suite.axes"
     for shape in shapes:  # a shape the op cannot build fails here, not as failed rows
         problem = op.shape_problem(shape)
         if problem:

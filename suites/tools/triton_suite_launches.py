@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 
 from kernels.base import DEFAULT_MODE
-from suites.tools.triton_launches import Launch, _capture, _gpu_stand_ins, _train_step
+from suites.tools.triton_capture import Launch, _capture, _gpu_stand_ins, _train_step
 
 # The suites whose every Triton launch is planned as well, from their CUDA grids. (The launch
 # suite is planned by hand in triton_launches.launches: its paths but the JIT's launch a

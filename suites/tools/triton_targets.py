@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from suites.tools import triton_launches as planned
+from suites.tools import triton_record as record
 from suites.tools.triton_specialisation import Job, _signature, mirror_problems
 
 
@@ -70,6 +71,14 @@ def _ptxas() -> Path:
     return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
 
 
+def _planned_result(job: Job) -> Result:
+    """The Result a job's compile would fill, before it runs: its identity alone."""
+    return Result(job.kernel, job.dtype, job.arch, " ".join(map(str, job.config)),
+                  variant_text(job), None, None, None, launch=job.launch,
+                  fixed=not planned.autotuned(job.kernel),
+                  function=planned.function_name(job.kernel))
+
+
 def compile_one(job: Job) -> Result:
     """One kernel, config and target: Triton's compile to PTX and its cubin; registers and
     spills from the `ptxas -v` log of that very cubin (Triton runs ptxas with -v and prints
@@ -77,10 +86,7 @@ def compile_one(job: Job) -> Result:
     from triton import knobs
 
     started = time.perf_counter()
-    result = Result(job.kernel, job.dtype, job.arch, " ".join(map(str, job.config)),
-                    variant_text(job), None, None, None, launch=job.launch,
-                    fixed=not planned.autotuned(job.kernel),
-                    function=planned.function_name(job.kernel))
+    result = _planned_result(job)
     try:
         log = io.StringIO()
         with knobs.nvidia.scope(), contextlib.redirect_stdout(log):
@@ -287,6 +293,12 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="write one JSON line per compile here")
     parser.add_argument("--table", action="store_true",
                         help="print targets.UNFIT as these compiles make it")
+    parser.add_argument("--record", action="store_true",
+                        help="store the results and verdict in tests/fixtures/"
+                             "triton_targets.json, keyed by their inputs (triton_record.py)")
+    parser.add_argument("--sample", type=Path,
+                        help="compile only the compiles this record lists one of per kernel "
+                             "and target (the test's check that a record is the compiler's)")
     parser.add_argument("--kept-only", action="store_true",
                         help="compile only the configs the pruning keeps (what a GPU would "
                              "run; CI): does not find configs pruned for nothing")
@@ -299,6 +311,10 @@ def main(argv=None) -> int:
                       fixed=not planned.autotuned(j.kernel))) for j, _ in todo))
     if args.kept_only:
         todo = [(job, config) for job, config in todo if kept(job, config)]
+    if args.sample:
+        wanted = record.sample(record.read(args.sample)["results"])
+        todo = [(job, config) for job, config in todo
+                if record.identity(asdict(_planned_result(job))) in wanted]
     started = time.perf_counter()
     results = compile_all(todo, args.jobs)
     if args.json:
@@ -311,12 +327,21 @@ def main(argv=None) -> int:
               f"({r.launch}: {r.variant})")
     if args.table:
         print(table(results))
+    if args.sample:  # a sample's verdict is the whole record's: only its numbers are compared
+        print(f"\n{len(results)} compiles in {time.perf_counter() - started:.0f} s (a sample)")
+        return 0
     checked = [job for job, _ in todo] + planned.odd_jobs()
     found = mirror_problems(checked, planned.kernel_fn) + problems(results, groups)
+    verdict = f"{len(results)} compiles; {len(found)} problem(s)"
     print(f"\n{len(results)} compiles in {time.perf_counter() - started:.0f} s; "
           f"{len(found)} problem(s)")
     for line in found:
         print(f"  {line}")
+    if args.record:
+        if not args.kept_only:
+            sys.exit("triton_targets: --record stores the kept set: give --kept-only too")
+        record.write([asdict(r) for r in results], verdict + "".join(f"\n  {x}" for x in found))
+        print(f"recorded: {record.RECORD}")
     return 1 if found else 0
 
 

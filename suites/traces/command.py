@@ -198,6 +198,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=list(DTYPE_NAMES), help="the run's dtype (enables the "
                                                                "tensor-cores-unused check)")
     parser.add_argument("--top", type=int, default=10, help="kernels to list")
+    parser.add_argument("--suggest", action="store_true",
+                        help="after the diagnosis: the op groups worth fusing, matched to "
+                             "fusebench's blocks at the trace's shapes, and a Hydra experiment "
+                             "that sweeps them (suites/traces/suggest/)")
+    parser.add_argument("--out", type=Path, help="--suggest's folder (default: "
+                                                 "./suggested/<trace name>)")
+    parser.add_argument("--no-replay", dest="replay", action="store_false",
+                        help="--suggest without running each group alone beside the trace")
     return parser
 
 
@@ -224,6 +232,8 @@ def analyze_trace(args) -> None:
     # kernels, or all but the last, without a word.
     if args.top < 1:
         raise ConfigError(f"--top {args.top}: the number of kernels to list must be 1 or more")
+    if args.out and not args.suggest:
+        raise ConfigError("--out is --suggest's folder: give --suggest too")
     started = time.perf_counter()
     trace = read_trace(args.trace)
     # Millions of events now live to the end: a collector that keeps walking them finds nothing
@@ -247,6 +257,9 @@ def analyze_trace(args) -> None:
         pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
         pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)
         print(f"\ncsv: {args.csv}")
+    if args.suggest:  # last: its final line is the command that runs the sweep
+        from suites.traces.suggest import command as suggest
+        print("\n".join(suggest.run(trace, len(profile.steps), args.out, args.replay)))
 
 
 def main(argv=None) -> int:

@@ -5,19 +5,15 @@ variants share (a library, the thread count); this variant alone at its own code
 the others moving while it held still at them (its relative view sees their move). Where the
 whole case moved, the share of the run's rows that moved alike says whether the run did.
 
-Reads the series (series.py) by their attributes only, so the two modules do not import
-each other.
+Reads the series (series.py's Series, Found and View) by their attributes only, so the two
+modules do not import each other (series.py imports this one).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from suites.reports.history.series import Found, Series, View
 
 SCOPE_RUNS = 5                     # runs a side read for a case's scope
 ALIKE = 0.4                        # a sibling moved alike: at least 40% of the move, same way
@@ -50,7 +46,7 @@ class Scope:
 
 
 
-def _level_ratio(view: View, before_end: int, after_start: int, low: int, high: int) -> float:
+def _level_ratio(view, before_end: int, after_start: int, low: int, high: int) -> float:
     """A time view's move across a change: the median of its up to SCOPE_RUNS points from
     `after_start` (before `high`) over the median of its up to SCOPE_RUNS points to
     `before_end` (after `low`), as a ratio; NaN where a side has none."""
@@ -75,8 +71,7 @@ def _alike(ratio: float, reference: float) -> str:
     return "weaker" if move * ref > 0 else "opposite"
 
 
-def scope_of(series: Series, found: Found, siblings: list[Series], suite_rows: list[Series]
-             ) -> Scope:
+def scope_of(series, found, siblings: list, suite_rows: list) -> Scope:
     """How the case (and the run) moved across the change (see the module's docstring): every
     variant's time from the series' run before the change to its run after it, within the
     series' neighbouring steps."""
@@ -87,7 +82,7 @@ def scope_of(series: Series, found: Found, siblings: list[Series], suite_rows: l
     high = min([r for r in steps if r > at], default=10 ** 9)
     after_start = at
 
-    def move(s: Series) -> float:
+    def move(s) -> float:
         return _level_ratio(s.time, before_end, after_start, low, high)
 
     ratios = {s.variant: move(s) for s in siblings}
