@@ -129,9 +129,10 @@ def test_the_generated_experiment_sweeps_exactly_the_found_cases(model_trace, tm
     text = (out / "experiment" / "suggested.yaml").read_text()
     assert text.startswith("# @package _global_")
     sweep = tmp_path / "sweep"
-    from kernels import registry
-    baselines = [f"suggested.{name}.variants=[{registry.get_op(name).baseline}]"
-                 for name in ("norm", "linear", "attention", "mlp", "matmul_add")]
+    # The baselines, and the library forms that need no compile (seconds each on a CPU).
+    variants = {"norm": "[eager,functional]", "linear": "[eager]", "attention": "[naive,sdpa]",
+                "mlp": "[eager]", "matmul_add": "[eager,addmm]"}
+    baselines = [f"suggested.{name}.variants={v}" for name, v in variants.items()]
     done = subprocess.run(
         [sys.executable, str(ROOT / "run_suite.py"), "-m", "experiment=suggested",
          f"hydra.searchpath=[file://{out}]", *baselines, "device=cpu",
@@ -151,6 +152,26 @@ def test_the_generated_experiment_sweeps_exactly_the_found_cases(model_trace, tm
         "mlp": {f"T{T}-D{D}-I{I}-fp32"},
         "matmul_add": {f"M{T}-N{N_OUT}-K{D}-fp32"},
     }
+    # The sweep's report: the traced step, group by group, and what fusing would save.
+    from suites.collect import main as collect
+    assert collect([str(sweep), "--out", str(tmp_path / "ladder")]) == 0
+    out_text = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "ladder" / "prediction.csv")
+    pairs = set(zip(table["case_id"], table["replay"], table["variant"]))
+    assert {(f"T{T}-D{D}-layer-fp32", "functional", "eager"),
+            (f"T{T}-D{D}-rms-fp32", "eager", "functional"),
+            (f"M{T}-N{N_OUT}-K{D}-fp32", "eager", "addmm"),
+            (f"B{B}-H{H}-S{S}-D{D // H}-fp32", "sdpa", "naive")} <= pairs, pairs
+    timed = table.dropna(subset=["time_ratio"])
+    assert len(timed) and (timed["time_ratio_low"] <= timed["time_ratio"] + 1e-12).all()
+    assert (timed["time_ratio"] <= timed["time_ratio_high"] + 1e-12).all()
+    assert timed["saved_us_per_step"].to_numpy() == pytest.approx(
+        (timed["trace_us_per_step"] * (1 - timed["time_ratio"])).to_numpy())
+    step = table["step_us"].iloc[0]
+    assert step >= table["covered_us"].iloc[0] > 0
+    head = next(line for line in out_text.splitlines()
+                if "per step" in line and ("would save" in line or "no variant" in line))
+    assert "of the step is in ops no block covers" in head, head
 
 
 def test_a_trace_without_shapes_gets_one_line_and_its_diagnosis(tmp_path, capsys):

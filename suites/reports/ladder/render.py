@@ -8,7 +8,7 @@ import pandas as pd
 
 from kernels.base import DEFAULT_MODE
 from suites.common.numbers import count, fixed_times, missing, plain, sci
-from suites.reports.ladder import answer, training
+from suites.reports.ladder import answer, prediction, training
 from suites.reports.ladder.loading import machine
 from suites.reports.kit import page as hp
 from suites.reports.kit.banner import banner_html, banner_lines
@@ -32,6 +32,7 @@ DROPPED = {**headers(["suite", "case_id", "variant"]), "run": "dropped (older) r
 TEXT_COLUMNS = ("suite", "machine", "dtype", "mode", "shape", "family", "variant", "choice", "status", "note", "fit_note",
                 "crossover", "case_id", "verdict", "run", "device", "kept_run", "timing", "peaks")
 TRAINING_TITLE = "## Training: each block's step at its reference shape"
+PREDICTION_TITLE = "## The traced step: what each op group's variants would save"
 INTRO = ("Each block of the ladder at its reference shape (the series' shape, from env.json; on a "
          "machine whose grid does not reach it, the closest shape run), one row per variant family "
          "(the fastest ok variant where a family has several). Times are per call in microseconds: "
@@ -139,10 +140,14 @@ def _has_training(ladder) -> bool:
 
 
 def answer_lines(ladder) -> tuple[str, list[str]]:
-    """The headline and the answer's lines: each block's fused forms, then its training step."""
+    """The headline and the answer's lines: each block's fused forms, then its training step;
+    for a sweep suggested from a trace, the trace's step first (what fusing its groups saves)."""
     head, lines = answer.lines(ladder.table)
     if _has_training(ladder):
         lines += training.lines(ladder.training, ladder.baselines)
+    if ladder.prediction is not None:
+        lines = [head] + prediction.lines(ladder.prediction) + lines
+        head = prediction.headline(ladder.prediction)
     return head, lines
 
 
@@ -158,6 +163,10 @@ def summary(ladder) -> str:
     if _has_training(ladder):
         shown, headers = training.display(ladder.training, ladder.baselines)
         parts += [TRAINING_TITLE, "", training.INTRO, "", md_table(shown, headers), ""]
+    if ladder.prediction is not None:
+        parts += [PREDICTION_TITLE, "", prediction.INTRO, "",
+                  md_table(display(ladder.prediction, prediction.COLUMNS),
+                           prediction.COLUMNS), ""]
     for part in ladder.suites:
         parts += [f"### {part.title} (baseline: {part.baseline})", ""]
         parts += [f"- {s}" for s in part.sentences] + [""]
@@ -214,6 +223,12 @@ def html(ladder) -> str:
         sections.append((TRAINING_TITLE.lstrip("# "),
                          f"<p>{_html.escape(training.INTRO)}</p>"
                          + hp.table(shown, headers, left=TEXT_COLUMNS + ("pays",),
+                                    sortable=True)))
+    if ladder.prediction is not None:
+        sections.append((PREDICTION_TITLE.lstrip("# "),
+                         f"<p>{_html.escape(prediction.INTRO)}</p>"
+                         + hp.table(display(ladder.prediction, prediction.COLUMNS),
+                                    prediction.COLUMNS, left=TEXT_COLUMNS + ("replay",),
                                     sortable=True)))
     if len(c.dropped):
         sections.append(("Duplicates dropped",

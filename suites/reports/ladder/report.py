@@ -12,7 +12,7 @@ from suites.common.numbers import plain, ratio
 from suites.reports.ladder import answer
 from suites.reports.kit import breakeven as be
 from suites.reports.ladder import fits as ft
-from suites.reports.ladder import plots, render, training
+from suites.reports.ladder import plots, prediction, render, training
 from suites.reports.ladder.loading import Collection, by_machine, machine
 from suites.reports.ladder.table import ladder_table
 from suites.traces.device_time import on_gpu
@@ -52,6 +52,8 @@ class Ladder:
     suites: list[SuitePart]
     answer_plot: Path | None = None  # the first screen's plot (suites/reports/ladder/answer.py)
     training: pd.DataFrame | None = None  # the training rungs (suites/reports/ladder/training.py)
+    # A suggested sweep's trace step, group by group (suites/reports/ladder/prediction.py)
+    prediction: pd.DataFrame | None = None
 
     @property
     def baselines(self) -> dict[str, str]:
@@ -153,7 +155,8 @@ def analyze(collection: Collection) -> Ladder:
         table = table.sort_values(["suite", "dtype", "family"], kind="stable",
                                   key=lambda column: column.map(keys[column.name]))
         table = table.reset_index(drop=True)
-    return Ladder(collection, table, suites, training=training.training_table(collection))
+    return Ladder(collection, table, suites, training=training.training_table(collection),
+                  prediction=prediction.prediction_table(collection))
 
 
 def _plots(ladder: Ladder, out_dir: Path) -> None:
@@ -175,6 +178,9 @@ def write_outputs(ladder: Ladder, out_dir: Path) -> dict[str, Path]:
     if ladder.training is not None and len(ladder.training):
         paths["training.csv"] = out_dir / "training.csv"
         ladder.training.to_csv(paths["training.csv"], index=False)
+    if ladder.prediction is not None:
+        paths["prediction.csv"] = out_dir / "prediction.csv"
+        ladder.prediction.to_csv(paths["prediction.csv"], index=False)
     ladder.table.to_csv(paths["ladder.csv"], index=False)
     pd.concat([p.fits for p in ladder.suites] or [pd.DataFrame(columns=ft.FIT_COLUMNS)],
               ignore_index=True).to_csv(paths["fits.csv"], index=False)

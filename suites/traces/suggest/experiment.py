@@ -33,6 +33,7 @@ def _group_entry(g: Group, steps: int) -> dict:
     return {"values": dict(g.values), "dtype": g.dtype, "calls_per_step": g.instances / steps,
             "device_us_per_step": round(g.device_us / steps, 3),
             "host_us_per_step": round(g.host_us / steps, 3), "ops": g.ops_text(),
+            "replay": g.replay,
             **({"notes": list(g.notes)} if g.notes else {})}
 
 

@@ -1,0 +1,140 @@
+"""The step a suggested sweep predicts: for a sweep made by `python -m suites.analyze TRACE
+--suggest` (suites/traces/suggest/), what each variant would save per step of the traced model
+if it replaced what the trace ran, group by group, and in total.
+
+Each run of such a sweep carries the trace's figures in its config (`suggested`: per group its
+case, time and calls per step in the trace, and the variant that runs what the trace ran, its
+`replay`; `_trace`: the step's whole time and what the mapped groups cover). Per group and
+variant v, with r the replay variant, both timed in the same run and rounds:
+
+    v / r = speedup_r / speedup_v       (each speedup against the block's baseline, paired)
+    saved = the group's trace time per step x (1 - v / r)
+
+with the interval from the speedups' 95% intervals (the two ends taken together, so it is
+wider than a joint interval would be: the bound holds for both). The first screen takes each
+group's best variant (its largest saving, one that is correct) and sums: "fusing these 4 op
+groups would save 3.1 ms of 45.6 ms per step (7%), 2.6-3.5 ms; 27.4 ms (60%) is in ops no
+block covers". The sum of the ends is the total's interval: conservative, not a joint one.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from kernels.base import Case
+from suites.results.columns import Status
+
+TRACE_KEY = "_trace"  # suites/traces/suggest/experiment.py
+
+
+def _suggested(run) -> dict | None:
+    config = (run.state or {}).get("config") or {}
+    table = config.get("suggested")
+    return table if isinstance(table, dict) and TRACE_KEY in table else None
+
+
+def _speedup(row) -> tuple[float, float, float]:
+    s, lo, hi = (float(row.get(k, math.nan)) for k in ("speedup", "speedup_low",
+                                                         "speedup_high"))
+    return s, (lo if lo == lo else s), (hi if hi == hi else s)
+
+
+def prediction_table(collection) -> pd.DataFrame | None:
+    """One row per (group, variant) of every suggested run; None for a collection without
+    one."""
+    rows = collection.rows
+    out = []
+    for run in collection.runs:
+        table = _suggested(run)
+        if table is None:
+            continue
+        trace = table[TRACE_KEY]
+        mine = rows[rows["run"] == str(run.path)]
+        if not len(mine):
+            continue
+        suite = str(mine["suite"].iloc[0])
+        for group in (table.get(suite) or {}).get("groups", []):
+            case = Case.make(suite, group["values"], group["dtype"], "cpu",
+                             mode=trace.get("mode", "fwd_nograd"))
+            rows_of = mine[(mine["case_id"] == case.id) & (mine["status"] == Status.OK)]
+            replay = group.get("replay") or collection.suites[suite].baseline
+            r = rows_of[rows_of["variant"] == replay]
+            if not len(r):
+                continue
+            base = collection.suites[suite].baseline
+            sr, sr_lo, sr_hi = (1.0, 1.0, 1.0) if replay == base else _speedup(r.iloc[0])
+            for v in rows_of.itertuples():
+                if v.variant == replay:
+                    continue
+                sv, sv_lo, sv_hi = (1.0, 1.0, 1.0) if v.variant == base else _speedup(
+                    v._asdict())
+                ratio = sr / sv
+                low, high = sr_lo / sv_hi, sr_hi / sv_lo
+                us = float(group["device_us_per_step"])
+                out.append({
+                    "suite": suite, "case_id": case.id, "group": group.get("ops", ""),
+                    "replay": replay, "variant": v.variant, "family": v.family,
+                    "trace_us_per_step": us, "calls_per_step": group["calls_per_step"],
+                    "time_ratio": ratio, "time_ratio_low": low, "time_ratio_high": high,
+                    "saved_us_per_step": us * (1 - ratio),
+                    "saved_low": us * (1 - high), "saved_high": us * (1 - low),
+                    "step_us": float(trace["total_us_per_step"]),
+                    "covered_us": float(trace["covered_us_per_step"]),
+                    "trace": trace.get("trace", ""),
+                })
+    return pd.DataFrame(out) if out else None
+
+
+def best_per_group(table: pd.DataFrame) -> pd.DataFrame:
+    """Each group's variant that saves the most (point estimate)."""
+    order = table.sort_values("saved_us_per_step", ascending=False)
+    return order.drop_duplicates(["suite", "case_id"]).reset_index(drop=True)
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1e3:.3g} ms"
+
+
+def headline(table: pd.DataFrame) -> str:
+    """The first screen's answer for the trace's step."""
+    best = best_per_group(table)
+    # A group pays where its saving's interval is above zero (a point estimate above zero with
+    # an interval that holds zero is inconclusive: said, not summed).
+    floor = best["saved_low"].where(best["saved_low"].notna(), best["saved_us_per_step"])
+    paying = best[floor > 0]
+    unsure = int(((best["saved_us_per_step"] > 0) & ~(floor > 0)).sum())
+    step = float(table["step_us"].iloc[0])
+    out_of_reach = step - float(table["covered_us"].iloc[0])
+    saved, low, high = (float(paying[c].sum()) for c in ("saved_us_per_step", "saved_low",
+                                                           "saved_high"))
+    reach = (f"; {_ms(out_of_reach)} ({out_of_reach / step:.0%}) of the step is in ops no block "
+             "covers" if step > 0 else "")
+    unsure_text = (f"; {unsure} more group(s) may save a little (their intervals hold zero)"
+                   if unsure else "")
+    if not len(paying):
+        return (f"no variant is surely faster than what the trace ran in any of its "
+                f"{len(best)} op group(s){unsure_text}{reach}")
+    return (f"fusing these {len(paying)} op group(s) would save {_ms(saved)} of {_ms(step)} per "
+            f"step ({saved / step:.0%}), {_ms(low)} to {_ms(high)}{unsure_text}{reach}")
+
+
+def lines(table: pd.DataFrame) -> list[str]:
+    """Per group: its best variant and what it saves per step."""
+    out = []
+    for g in best_per_group(table).itertuples():
+        what = (f"{g.variant} instead of {g.replay}: x{g.time_ratio:.3g} the time "
+                f"({g.time_ratio_low:.3g}-{g.time_ratio_high:.3g}), saves "
+                f"{_ms(g.saved_us_per_step)} of its {_ms(g.trace_us_per_step)} per step "
+                f"({_ms(g.saved_low)} to {_ms(g.saved_high)})")
+        out.append(f"{g.suite} {g.case_id} ({g.group}): {what}")
+    return out
+
+
+INTRO = ("Each op group of the trace that a block covers, with each variant timed at its shape: "
+         "the time it takes against the variant that runs what the trace ran (paired, in the "
+         "same rounds), and what it would save per step of the traced model if it replaced "
+         "it; the interval's ends from the two speedups' 95% intervals.")
+COLUMNS = {"suite": "block", "case_id": "case", "variant": "variant", "replay": "instead of",
+           "trace_us_per_step": "trace us/step", "time_ratio": "time x",
+           "saved_us_per_step": "saved us/step", "saved_low": "low", "saved_high": "high"}
