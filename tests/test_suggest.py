@@ -158,19 +158,27 @@ def test_the_generated_experiment_sweeps_exactly_the_found_cases(model_trace, tm
     out_text = capsys.readouterr().out
     table = pd.read_csv(tmp_path / "ladder" / "prediction.csv")
     pairs = set(zip(table["case_id"], table["replay"], table["variant"]))
-    assert {(f"T{T}-D{D}-layer-fp32", "functional", "eager"),
-            (f"T{T}-D{D}-rms-fp32", "eager", "functional"),
-            (f"M{T}-N{N_OUT}-K{D}-fp32", "eager", "addmm"),
-            (f"B{B}-H{H}-S{S}-D{D // H}-fp32", "sdpa", "naive")} <= pairs, pairs
+    expected = {(f"T{T}-D{D}-layer-fp32", "functional", "eager"),
+                (f"T{T}-D{D}-rms-fp32", "eager", "functional"),
+                (f"M{T}-N{N_OUT}-K{D}-fp32", "eager", "addmm"),
+                (f"B{B}-H{H}-S{S}-D{D // H}-fp32", "sdpa", "naive")}
+    # A prediction reads ok rows only: a pair the busy machine made noisy is left out.
+    ok = {(r.case_id, r.variant) for folder in sweep.iterdir()
+          if (folder / "measurements.csv").exists()
+          for r in pd.read_csv(folder / "measurements.csv").itertuples() if r.status == "ok"}
+    expected = {(c, r, v) for c, r, v in expected if (c, r) in ok and (c, v) in ok}
+    assert expected <= pairs, (expected, pairs)
     timed = table.dropna(subset=["time_ratio"])
-    assert len(timed) and (timed["time_ratio_low"] <= timed["time_ratio"] + 1e-12).all()
+    assert len(timed) or not expected
+    assert (timed["time_ratio_low"] <= timed["time_ratio"] + 1e-12).all()
     assert (timed["time_ratio"] <= timed["time_ratio_high"] + 1e-12).all()
     assert timed["saved_us_per_step"].to_numpy() == pytest.approx(
         (timed["trace_us_per_step"] * (1 - timed["time_ratio"])).to_numpy())
     step = table["step_us"].iloc[0]
     assert step >= table["covered_us"].iloc[0] > 0
-    head = next(line for line in out_text.splitlines()
-                if "per step" in line and ("would save" in line or "no variant" in line))
+    printed = out_text.splitlines()
+    head = next(line for line in printed[printed.index("## The answer") + 1:] if line)
+    assert head.startswith(("fusing these", "no variant is surely faster")), head
     assert "of the step is in ops no block covers" in head, head
 
 
@@ -186,7 +194,7 @@ def test_a_trace_without_shapes_gets_one_line_and_its_diagnosis(tmp_path, capsys
 def test_out_without_suggest_is_refused_before_the_trace_is_read(tmp_path, capsys):
     code = command.main([str(tmp_path / "absent.json"), "--out", str(tmp_path)])
     assert code == 2
-    assert "--out is --suggest's folder" in capsys.readouterr().err
+    assert "--out and --scale are --suggest's" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -212,3 +220,23 @@ def test_non_causal_attention_is_listed_with_the_reason(tmp_path, capsys):
     assert not attention["mapped"]
     assert attention["why"].startswith("not causal (is_causal=False)")
     assert any("not buildable" in line for line in lines)
+
+
+def test_scale_divides_an_axis_the_work_is_linear_in_and_says_by_how_much(tmp_path, capsys):
+    from suites.traces.suggest.scaling import scaled
+    # Attention: the batch first, the rest of the factor on the heads; never S or D.
+    assert scaled("attention", {"B": 16, "H": 16, "S": 559, "D": 64}, 64) == (
+        {"B": 1, "H": 4, "S": 559, "D": 64}, 64.0)
+    values, applied = scaled("linear", {"T": 8944, "IN": 1024, "OUT": 2816}, 64)
+    assert values == {"T": 140, "IN": 1024, "OUT": 2816} and applied == pytest.approx(63.886, 1e-3)
+    assert scaled("norm", {"T": 141, "D": 512, "norm": "layer"}, 1) == (
+        {"T": 141, "D": 512, "norm": "layer"}, 1.0)
+    code = command.main([str(REAL / "h100_bert_small.json.gz"), "--suggest", "--scale", "4",
+                         "--out", str(tmp_path / "out")])
+    assert code == 0
+    text = (tmp_path / "out" / "experiment" / "suggested.yaml").read_text()
+    assert "shapes scaled down 4x" in text and "trace_values" in text and "T: [36]" in text
+    capsys.readouterr()
+    assert command.main([str(REAL / "h100_bert_small.json.gz"), "--suggest", "--scale",
+                         "0.5"]) == 2
+    assert "--scale 0.5: a factor of 1 or more" in capsys.readouterr().err

@@ -204,6 +204,10 @@ def _parser() -> argparse.ArgumentParser:
                              "that sweeps them (suites/traces/suggest/)")
     parser.add_argument("--out", type=Path, help="--suggest's folder (default: "
                                                  "./suggested/<trace name>)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="--suggest's sweep at shapes this many times smaller, along an axis "
+                             "the work is linear in (tokens, batch, heads): a GPU trace's "
+                             "shapes on a CPU (suites/traces/suggest/scaling.py)")
     parser.add_argument("--no-replay", dest="replay", action="store_false",
                         help="--suggest without running each group alone beside the trace")
     return parser
@@ -232,8 +236,11 @@ def analyze_trace(args) -> None:
     # kernels, or all but the last, without a word.
     if args.top < 1:
         raise ConfigError(f"--top {args.top}: the number of kernels to list must be 1 or more")
-    if args.out and not args.suggest:
-        raise ConfigError("--out is --suggest's folder: give --suggest too")
+    if (args.out or args.scale != 1.0) and not args.suggest:
+        raise ConfigError("--out and --scale are --suggest's: give --suggest too")
+    if not args.scale >= 1.0:  # NaN too
+        raise ConfigError(f"--scale {args.scale}: a factor of 1 or more (the shapes are made "
+                          "that many times smaller)")
     started = time.perf_counter()
     trace = read_trace(args.trace)
     # Millions of events now live to the end: a collector that keeps walking them finds nothing
@@ -259,7 +266,8 @@ def analyze_trace(args) -> None:
         print(f"\ncsv: {args.csv}")
     if args.suggest:  # last: its final line is the command that runs the sweep
         from suites.traces.suggest import command as suggest
-        print("\n".join(suggest.run(trace, len(profile.steps), args.out, args.replay)))
+        print("\n".join(suggest.run(trace, len(profile.steps), args.out, args.replay,
+                                     args.scale)))
 
 
 def main(argv=None) -> int:

@@ -57,39 +57,66 @@ def prediction_table(collection) -> pd.DataFrame | None:
         for group in (table.get(suite) or {}).get("groups", []):
             case = Case.make(suite, group["values"], group["dtype"], "cpu",
                              mode=trace.get("mode", "fwd_nograd"))
-            rows_of = mine[(mine["case_id"] == case.id) & (mine["status"] == Status.OK)]
+            rows_of = mine[mine["case_id"] == case.id]
             replay = group.get("replay") or collection.suites[suite].baseline
-            r = rows_of[rows_of["variant"] == replay]
-            if not len(r):
-                continue
             base = collection.suites[suite].baseline
-            sr, sr_lo, sr_hi = (1.0, 1.0, 1.0) if replay == base else _speedup(r.iloc[0])
+            r = rows_of[rows_of["variant"] == replay]
+            r_ok = len(r) and r["status"].iloc[0] == Status.OK
+            us = float(group["device_us_per_step"])
+            common = {
+                "suite": suite, "case_id": case.id, "group": group.get("ops", ""),
+                "replay": replay, "trace_us_per_step": us,
+                "calls_per_step": group["calls_per_step"],
+                "step_us": float(trace["total_us_per_step"]),
+                "covered_us": float(trace["covered_us_per_step"]),
+                "trace": trace.get("trace", ""), "trace_device": trace.get("device", ""),
+                "run_device": run.env.get("device", ""),
+                "scale": float(trace.get("scale", 1.0))}
+            sr, sr_lo, sr_hi = ((1.0, 1.0, 1.0) if replay == base or not r_ok
+                                else _speedup(r.iloc[0]))
             for v in rows_of.itertuples():
                 if v.variant == replay:
                     continue
+                row = {**common, "variant": v.variant, "family": v.family}
+                if not r_ok or v.status != Status.OK:  # said, not dropped
+                    row["note"] = (f"{replay} {r['status'].iloc[0] if len(r) else 'absent'}"
+                                   if not r_ok else f"{v.variant} {v.status}")
+                    out.append(row)
+                    continue
                 sv, sv_lo, sv_hi = (1.0, 1.0, 1.0) if v.variant == base else _speedup(
                     v._asdict())
-                ratio = sr / sv
-                low, high = sr_lo / sv_hi, sr_hi / sv_lo
-                us = float(group["device_us_per_step"])
-                out.append({
-                    "suite": suite, "case_id": case.id, "group": group.get("ops", ""),
-                    "replay": replay, "variant": v.variant, "family": v.family,
-                    "trace_us_per_step": us, "calls_per_step": group["calls_per_step"],
-                    "time_ratio": ratio, "time_ratio_low": low, "time_ratio_high": high,
-                    "saved_us_per_step": us * (1 - ratio),
-                    "saved_low": us * (1 - high), "saved_high": us * (1 - low),
-                    "step_us": float(trace["total_us_per_step"]),
-                    "covered_us": float(trace["covered_us_per_step"]),
-                    "trace": trace.get("trace", ""),
-                })
-    return pd.DataFrame(out) if out else None
+                ratio, low, high = sr / sv, sr_lo / sv_hi, sr_hi / sv_lo
+                out.append({**row, "time_ratio": ratio, "time_ratio_low": low,
+                            "time_ratio_high": high, "saved_us_per_step": us * (1 - ratio),
+                            "saved_low": us * (1 - high), "saved_high": us * (1 - low),
+                            "note": ""})
+    if not out:
+        return None
+    frame = pd.DataFrame(out)
+    for column in ("time_ratio", "time_ratio_low", "time_ratio_high", "saved_us_per_step",
+                   "saved_low", "saved_high"):  # every row noisy: the columns still exist
+        if column not in frame:
+            frame[column] = math.nan
+    return frame
 
 
 def best_per_group(table: pd.DataFrame) -> pd.DataFrame:
-    """Each group's variant that saves the most (point estimate)."""
-    order = table.sort_values("saved_us_per_step", ascending=False)
+    """Each group's variant that saves the most (point estimate), of those timed."""
+    timed = table.dropna(subset=["saved_us_per_step"])
+    order = timed.sort_values("saved_us_per_step", ascending=False)
     return order.drop_duplicates(["suite", "case_id"]).reset_index(drop=True)
+
+
+def unpredicted(table: pd.DataFrame) -> list[str]:
+    """Groups with no timed pair: why (the replay's or every variant's row not ok)."""
+    timed = set(zip(*[table.dropna(subset=["saved_us_per_step"])[c]
+                      for c in ("suite", "case_id")]))
+    out = []
+    for (suite, case_id), rows in table.groupby(["suite", "case_id"], sort=False):
+        if (suite, case_id) not in timed:
+            notes = ", ".join(dict.fromkeys(n for n in rows["note"] if n))
+            out.append(f"{suite} {case_id}: no prediction ({notes or 'no other variant'})")
+    return out
 
 
 def _ms(us: float) -> str:
@@ -99,6 +126,8 @@ def _ms(us: float) -> str:
 def headline(table: pd.DataFrame) -> str:
     """The first screen's answer for the trace's step."""
     best = best_per_group(table)
+    if not len(best):
+        return "no op group of the trace has a timed prediction (their rows are not ok)"
     # A group pays where its saving's interval is above zero (a point estimate above zero with
     # an interval that holds zero is inconclusive: said, not summed).
     floor = best["saved_low"].where(best["saved_low"].notna(), best["saved_us_per_step"])
@@ -119,16 +148,37 @@ def headline(table: pd.DataFrame) -> str:
             f"step ({saved / step:.0%}), {_ms(low)} to {_ms(high)}{unsure_text}{reach}")
 
 
+def caveat(table: pd.DataFrame) -> str:
+    """Where the sweep is not the trace's machine or shapes, what the prediction then is."""
+    first = table.iloc[0]
+    parts = []
+    if first["trace_device"] and first["run_device"] and \
+            first["trace_device"] != first["run_device"]:
+        parts.append(f"the trace ran on {first['trace_device']}, the sweep on "
+                     f"{first['run_device']}")
+    if first["scale"] > 1:
+        parts.append(f"the sweep's shapes are {first['scale']:g}x smaller along a linear axis")
+    if not parts:
+        return ""
+    return ("; ".join(parts) + ": the savings apply the sweep's time ratios to the trace's "
+            "times, a check of the loop rather than a prediction for the traced machine")
+
+
 def lines(table: pd.DataFrame) -> list[str]:
-    """Per group: its best variant and what it saves per step."""
-    out = []
+    """Per group: its best variant and what it saves per step (after the caveat, if any)."""
+    out = [c for c in [caveat(table)] if c]
     for g in best_per_group(table).itertuples():
+        if not g.saved_us_per_step > 0:
+            out.append(f"{g.suite} {g.case_id} ({g.group}): {g.replay}, what the trace ran, is "
+                       f"the fastest timed (the next, {g.variant}, takes x{g.time_ratio:.3g} "
+                       "its time)")
+            continue
         what = (f"{g.variant} instead of {g.replay}: x{g.time_ratio:.3g} the time "
                 f"({g.time_ratio_low:.3g}-{g.time_ratio_high:.3g}), saves "
                 f"{_ms(g.saved_us_per_step)} of its {_ms(g.trace_us_per_step)} per step "
                 f"({_ms(g.saved_low)} to {_ms(g.saved_high)})")
         out.append(f"{g.suite} {g.case_id} ({g.group}): {what}")
-    return out
+    return out + unpredicted(table)
 
 
 INTRO = ("Each op group of the trace that a block covers, with each variant timed at its shape: "

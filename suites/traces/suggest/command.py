@@ -115,7 +115,8 @@ def communicates(trace: Trace) -> bool:
     return any(re.search(r"nccl|rccl", a.name, re.IGNORECASE) for a in trace.device)
 
 
-def run(trace: Trace, steps: int, out: Path | None, replay: bool = True) -> list[str]:
+def run(trace: Trace, steps: int, out: Path | None, replay: bool = True,
+        scale: float = 1.0) -> list[str]:
     """The suggestion's console lines; its files under `out` (default: ./suggested/<trace>)."""
     found = suggestions(trace)
     if found is None:
@@ -123,7 +124,8 @@ def run(trace: Trace, steps: int, out: Path | None, replay: bool = True) -> list
     groups, info = found
     steps = max(1, steps)
     total = info["total_device_us"]
-    replays = replay_all(groups, info["device"], communicates(trace)) if replay else {}
+    replays = (replay_all(groups, info["device"], communicates(trace), scale) if replay
+               else {})
     if not groups:
         return ["", "--suggest: no op call of the trace caused device work: nothing to group"]
     frame = _frame(groups, steps, total, replays)
@@ -165,8 +167,9 @@ def run(trace: Trace, steps: int, out: Path | None, replay: bool = True) -> list
         return lines
     trace_info = {"trace": str(trace.path), "steps": steps, "device": info["device"],
                   "mode": info["mode"], "total_us_per_step": round(total / steps, 3),
-                  "covered_us_per_step": round(covered / steps, 3)}
-    path = experiment.write(out, groups, info["mode"], steps, trace_info)
+                  "covered_us_per_step": round(covered / steps, 3),
+                  **({"scale": scale} if scale > 1 else {})}
+    path = experiment.write(out, groups, info["mode"], steps, trace_info, scale)
     lines += [f"written: {out / 'suggest.csv'}, {path}",
               experiment.command_line(out)]
     return lines

@@ -23,21 +23,25 @@ from pathlib import Path
 import yaml
 
 from suites.traces.suggest.groups import Group
+from suites.traces.suggest.scaling import scaled
 
 FILE = Path("experiment") / "suggested.yaml"
 RUN_SUITE = Path(__file__).resolve().parents[3] / "run_suite.py"
 TRACE_KEY = "_trace"  # suggested._trace: the trace's own figures (no suite is named so)
 
 
-def _group_entry(g: Group, steps: int) -> dict:
-    return {"values": dict(g.values), "dtype": g.dtype, "calls_per_step": g.instances / steps,
+def _group_entry(g: Group, steps: int, scale: float) -> dict:
+    values, applied = scaled(g.suite, g.values, scale)
+    return {"values": values, "dtype": g.dtype, "calls_per_step": g.instances / steps,
+            **({"trace_values": dict(g.values), "scaled_by": round(applied, 4)}
+               if applied != 1 else {}),
             "device_us_per_step": round(g.device_us / steps, 3),
             "host_us_per_step": round(g.host_us / steps, 3), "ops": g.ops_text(),
             "replay": g.replay,
             **({"notes": list(g.notes)} if g.notes else {})}
 
 
-def table(groups: list[Group], mode: str, steps: int) -> dict:
+def table(groups: list[Group], mode: str, steps: int, scale: float = 1.0) -> dict:
     """suite -> {axes, dtypes, modes, groups} of the mapped, buildable groups."""
     out: dict[str, dict] = {}
     for g in groups:
@@ -45,12 +49,12 @@ def table(groups: list[Group], mode: str, steps: int) -> dict:
             continue
         entry = out.setdefault(g.suite, {"axes": [], "dtypes": [], "modes": [mode],
                                          "variants": "all", "groups": []})
-        point = {k: [v] for k, v in g.values.items()}
+        point = {k: [v] for k, v in scaled(g.suite, g.values, scale)[0].items()}
         if point not in entry["axes"]:
             entry["axes"].append(point)
         if g.dtype not in entry["dtypes"]:
             entry["dtypes"].append(g.dtype)
-        entry["groups"].append(_group_entry(g, steps))
+        entry["groups"].append(_group_entry(g, steps, scale))
     return out
 
 
@@ -61,8 +65,9 @@ def command_line(folder: Path) -> str:
                      shlex.quote(f"hydra.searchpath=[file://{folder.resolve()}]")])
 
 
-def write(folder: Path, groups: list[Group], mode: str, steps: int, trace_info: dict) -> Path:
-    suites = table(groups, mode, steps)
+def write(folder: Path, groups: list[Group], mode: str, steps: int, trace_info: dict,
+          scale: float = 1.0) -> Path:
+    suites = table(groups, mode, steps, scale)
     path = folder / FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {
@@ -81,7 +86,10 @@ def write(folder: Path, groups: list[Group], mode: str, steps: int, trace_info: 
         f"{dt.date.today().isoformat()}:",
         "# the op groups of the trace that fusebench's blocks cover, at the trace's shapes, "
         "dtypes and mode,",
-        "# over every variant of each block (one multirun job per block). Run it with:",
+        "# over every variant of each block (one multirun job per block)"
+        + (f"; shapes scaled down {scale:g}x along a linear axis (tokens, batch or heads: "
+           "suites/traces/suggest/scaling.py), the trace's in each group's trace_values"
+           if scale > 1 else "") + ". Run it with:",
         f"#   {command_line(folder)}",
     ]
     path.write_text("\n".join(header) + "\n" + yaml.safe_dump(body, sort_keys=False,

@@ -22,6 +22,7 @@ import torch.utils.benchmark  # noqa: F401 (torch.utils.benchmark.Timer: not imp
 from kernels import registry
 from kernels.base import Case
 from suites.traces.suggest.groups import Group
+from suites.traces.suggest.scaling import scaled
 
 REPLAY_S = 0.2
 APART = 1.5  # the model and the replay disagree past this factor either way
@@ -60,10 +61,13 @@ def _cause(g: Group, ratio: float, comm: bool, trace_device: str) -> str:
             "replay's threads or clocks differ")
 
 
-def replay_one(g: Group, device: str) -> float:
+def replay_one(g: Group, device: str, scale: float = 1.0) -> float:
+    """The replay's time per call, times the factor its shape was scaled down by (scaling.py:
+    an axis its work is linear in), so it stands beside the trace's."""
     op = registry.get_op(g.suite)
     variant = registry.get_variant(g.suite, g.replay)
-    case = Case.make(g.suite, g.values, g.dtype, device)
+    values, applied = scaled(g.suite, g.values, scale)
+    case = Case.make(g.suite, values, g.dtype, device)
     problem = variant.supports(case)
     if problem:
         raise RuntimeError(problem)
@@ -73,10 +77,11 @@ def replay_one(g: Group, device: str) -> float:
         call()
         timer = torch.utils.benchmark.Timer("call()", globals={"call": call},
                                             num_threads=torch.get_num_threads())
-        return timer.blocked_autorange(min_run_time=REPLAY_S).median * 1e6
+        return timer.blocked_autorange(min_run_time=REPLAY_S).median * 1e6 * applied
 
 
-def replay_all(groups: list[Group], trace_device: str, comm: bool) -> dict[int, Replay]:
+def replay_all(groups: list[Group], trace_device: str, comm: bool,
+               scale: float = 1.0) -> dict[int, Replay]:
     """id(group) -> its Replay, for every mapped group with a replay variant."""
     device = _device(trace_device)
     out = {}
@@ -88,7 +93,7 @@ def replay_all(groups: list[Group], trace_device: str, comm: bool) -> dict[int, 
             r.note = f"not replayed: the trace ran on {trace_device}, this machine has no CUDA"
         else:
             try:
-                r.us = replay_one(g, device)
+                r.us = replay_one(g, device, scale)
             except Exception as exc:  # a shape this machine cannot hold: said, not raised
                 r.note = f"not replayed: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}"
         if math.isfinite(r.ratio) and not 1 / APART <= r.ratio <= APART:
