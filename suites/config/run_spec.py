@@ -323,16 +323,24 @@ def resume_problem(state: dict | None, config: dict) -> str | None:
         return "its run is complete: nothing to resume"
     if still_running(state):
         return f"its run is still running (pid {state.get('pid')}): stop it first"
-    return _first_difference(state.get("config") or {}, config, "")
+    return _first_difference(_measured(state.get("config") or {}), _measured(config), "")
 
 
 def same_config(state: dict, config: dict) -> bool:
-    return _first_difference(state.get("config") or {}, config, "") is None
+    return _first_difference(_measured(state.get("config") or {}), _measured(config), "") is None
+
+
+# Keys that change no measurement (what the run does after its rows are on disk): a resume
+# with another value is the same experiment.
+NOT_MEASURED = ("triton_counters",)
+
+
+def _measured(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k not in NOT_MEASURED}
 
 
 # Keys a newer version added, as an older run (whose config lacks them) ran: their defaults.
-ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE], "memory_probe": "auto",
-              "triton_counters": "auto"}
+ADDED_KEYS = {"timing.aa_control": False, "suite.modes": [DEFAULT_MODE], "memory_probe": "auto"}
 
 
 def _first_difference(then, now, where: str) -> str | None:

@@ -60,7 +60,10 @@ VOLATILE = {"created", "load_average", "cores_used_by_others", "rounds", "peaks"
             "launch_floors", "reference", "warning", "suite", "timing", "profile",
             "event_resolution_us"}
 TIMING_SAID = {"threads", "threads_rule", "case_timeout_s"}  # said by env or not a setting
-CONFIG_SKIP = ("timing", "progress", "resume", "suite.grids", "hydra")
+# Settings that change no measurement (triton_counters: a step after the rows; suggested: the
+# trace's figures a suggested sweep carries) are not causes either.
+CONFIG_SKIP = ("timing", "progress", "resume", "suite.grids", "hydra", "triton_counters",
+               "suggested")
 GEMM = ("gemm_library", "gemm_arch", "gemm_layout", "gemm_dtype", "gemm_tile", "gemm_stages",
         "gemm_tensor_core", "registers_per_thread", "shared_mem_bytes", "grid", "block",
         "launch_configs")
