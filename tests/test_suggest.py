@@ -7,6 +7,7 @@ one line; a non-causal attention is listed as not buildable, with the reason."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +241,36 @@ def test_scale_divides_an_axis_the_work_is_linear_in_and_says_by_how_much(tmp_pa
     assert command.main([str(REAL / "h100_bert_small.json.gz"), "--suggest", "--scale",
                          "0.5"]) == 2
     assert "--scale 0.5: a factor of 1 or more" in capsys.readouterr().err
+
+
+def test_a_users_block_claims_its_own_calls_with_from_trace(tmp_path, capsys, monkeypatch):
+    """The public block API's hook: an Op with `from_trace(call)` returns its params for a
+    call it covers (here every aten::relu), and the suggestion maps those calls to it."""
+    from kernels import registry
+    from kernels.api import Formula, Op
+
+    class ReluBlock(Op):
+        name = "relu_block"
+        params = ("T", "D")
+        size_axis = "T"
+        flops_formula = Formula("T * D")
+        bytes_formula = Formula("2 * T * D * itemsize")
+
+        def from_trace(self, call):
+            dims = call.tensor_dims()
+            if call.name != "aten::relu" or not dims:
+                return None
+            *lead, d = dims[0]
+            return {"T": math.prod(lead), "D": d}
+
+    monkeypatch.setitem(registry._OPS, "relu_block", ReluBlock())
+    path = tmp_path / "relu.json"
+    x = torch.randn(8, 16, 64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                record_shapes=True) as prof:
+        torch.relu(x @ torch.randn(64, 64))
+    prof.export_chrome_trace(str(path))
+    code, lines, frame = suggest(path, tmp_path / "out", capsys)
+    assert code == 0
+    row = frame[frame["block"] == "relu_block"].iloc[0]
+    assert row["group"] == "relu_block T128-D64 float32" and row["mapped"]
