@@ -19,7 +19,11 @@ What an Op declares (kernels/base.py has the details): `name` (the suite's name 
 report), `make_inputs(case, generator)` (every tensor, weights included, drawn from the
 generator: never zeros) and `reference(case, inputs)` (the exact answer in float64). Optional:
 `baseline` (the variant speedups are against, "eager" by default), `describe`, `rung` (its place
-on the ladder; 0: after the built-in blocks), `test_shape`, `shape_problem`.
+on the ladder; 0: after the built-in blocks), `test_shape`, `shape_problem`, and
+`from_trace(call)`: given one top-level op call of a model's trace (its `name`, `tensor_dims()`,
+`dtype()`, `flag(i)` of its scalar inputs), the block's params where the block covers that call,
+else None; `python -m suites.analyze TRACE --suggest` then maps those calls to the block and
+sweeps them at the trace's shapes (docs/analyze.md).
 
 What a Variant gives: `prepare(case, inputs) -> call`, a zero-argument callable returning the
 output tensor; `family` (eager | library | compile | triton); optionally `supports(case)` (why

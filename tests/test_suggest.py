@@ -98,7 +98,8 @@ def test_every_block_of_a_small_model_is_found_at_its_shapes(model_trace, tmp_pa
     mlp = mapped[mapped["block"] == "mlp"].iloc[0]
     assert mlp["ops"] == "aten::linear x3, aten::gelu, aten::mul"
     # The last line is the command that runs the generated sweep.
-    assert lines[-1].endswith(f"experiment=suggested 'hydra.searchpath=[file://{tmp_path / 'out'}]'")
+    folder = tmp_path / "out"
+    assert lines[-1].endswith(f"experiment=suggested 'hydra.searchpath=[file://{folder}]'")
     assert any(line.startswith("covered: ") for line in lines)
 
 

@@ -38,7 +38,10 @@ def inputs_key() -> str:
 
 
 def write(results: list[dict], verdict: str, path: Path = RECORD) -> None:
-    path.write_text(json.dumps({"key": inputs_key(), "verdict": verdict, "results": results},
+    """The record, without each compile's seconds (which differ each time: a refresh that
+    changed nothing then changes no line)."""
+    kept = [{k: v for k, v in r.items() if k != "seconds"} for r in results]
+    path.write_text(json.dumps({"key": inputs_key(), "verdict": verdict, "results": kept},
                                indent=0) + "\n")
 
 

@@ -134,7 +134,8 @@ def run(trace: Trace, steps: int, out: Path | None, replay: bool = True,
     what = "device" if info["device"] == "cuda" else "CPU op"
     lines = ["", f"--suggest: {len(groups)} op groups over {steps} step(s), ranked by {what} "
                  f"time per step ({info['mode']}: "
-                 f"{'a backward pass is in the trace' if info['mode'] != 'fwd_nograd' else 'forward only'})"]
+                 + ("a backward pass is in the trace)" if info["mode"] != "fwd_nograd"
+                    else "forward only)")]
     shown = frame.head(SHOWN).copy()
     shown["share"] = shown["share"].map(lambda x: f"{x:.1%}")
     shown["why"] = shown["why"].str.slice(0, 70)

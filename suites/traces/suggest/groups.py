@@ -43,7 +43,8 @@ class Group:
         if self.reason.startswith("views"):
             return "views and copies"
         name = next(iter(self.ops))
-        return f"{name if len(name) <= 60 else name[:57] + '...'} {self.shapes} {self.dtype}".strip()
+        short = name if len(name) <= 60 else name[:57] + "..."
+        return f"{short} {self.shapes} {self.dtype}".strip()
 
     def ops_text(self) -> str:
         """The ops of one instance (a match, or one call): `aten::linear x3, aten::gelu`; the

@@ -290,7 +290,8 @@ class Matcher:
             B, H, (S, D) = 1, q[0], q[1:]
         covered = [c for c in self.calls[i:k + 1] if not self.used[self.index[id(c)]]]
         return Match("attention", {"B": B, "H": H, "S": S, "D": D}, call.dtype(), covered,
-                     replay="naive", notes=["naive attention (matmul, softmax, matmul); causal assumed when a "
+                     replay="naive",
+                     notes=["naive attention (matmul, softmax, matmul); causal assumed when a "
                             "mask is applied" if any("mask" in c.name for c in covered) else
                             "naive attention without a mask in the trace; the block is causal"])
 
