@@ -275,3 +275,14 @@ def test_a_users_block_claims_its_own_calls_with_from_trace(tmp_path, capsys, mo
     assert code == 0
     row = frame[frame["block"] == "relu_block"].iloc[0]
     assert row["group"] == "relu_block T128-D64 float32" and row["mapped"]
+
+
+def test_a_replay_past_the_free_memory_is_said_not_allocated(model_trace, tmp_path, capsys,
+                                                             monkeypatch):
+    from suites.traces.suggest import replay
+    monkeypatch.setattr(replay, "available_memory", lambda device: (1024, "free (test)"))
+    code, lines, frame = suggest(model_trace, tmp_path / "out", capsys)
+    assert code == 0
+    notes = frame.loc[frame["mapped"], "replay_note"]
+    assert notes.str.startswith("not replayed: MemoryError: needs ~").all(), notes.tolist()
+    assert notes.str.endswith("GiB free (test)").all()

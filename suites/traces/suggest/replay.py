@@ -21,10 +21,12 @@ import torch.utils.benchmark  # noqa: F401 (torch.utils.benchmark.Timer: not imp
 
 from kernels import registry
 from kernels.base import Case
+from suites.harness.memory_probe import available_memory
 from suites.traces.suggest.groups import Group
 from suites.traces.suggest.scaling import scaled
 
 REPLAY_S = 0.2
+HEADROOM = 4
 APART = 1.5  # the model and the replay disagree past this factor either way
 
 
@@ -71,6 +73,12 @@ def replay_one(g: Group, device: str, scale: float = 1.0) -> float:
     problem = variant.supports(case)
     if problem:
         raise RuntimeError(problem)
+    # A shape past what is free is said, never allocated (an out-of-memory kill takes the
+    # whole command): its ideal bytes x HEADROOM (intermediates, the call's output).
+    need = op.bytes_ideal(case) * HEADROOM
+    room, what = available_memory(device)
+    if need > room:
+        raise MemoryError(f"needs ~{need / 2**30:.3g} GiB, {room / 2**30:.3g} GiB {what}")
     inputs = op.make_inputs(case, torch.Generator(device=device).manual_seed(0))
     with torch.no_grad(), variant.scope():
         call = variant.prepare(case, inputs)
