@@ -186,13 +186,14 @@ def test_memory_probe_off_never_probes_and_a_bad_setting_names_the_key(monkeypat
 
 
 def test_available_memory_reads_meminfo_and_a_cgroup_limit(tmp_path, monkeypatch):
+    from suites.common import memory
     (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nMemAvailable:    2048 kB\n")
-    assert memory_probe._meminfo_available(tmp_path / "meminfo") == 2 * MiB
+    assert memory._meminfo_available(tmp_path / "meminfo") == 2 * MiB
     (tmp_path / "memory.max").write_text("max\n")
     (tmp_path / "memory.current").write_text("5\n")
-    assert memory_probe._cgroup_room(tmp_path) is None
+    assert memory._cgroup_room(tmp_path) is None
     (tmp_path / "memory.max").write_text(f"{MiB}\n")
-    assert memory_probe._cgroup_room(tmp_path) == MiB - 5
+    assert memory._cgroup_room(tmp_path) == MiB - 5
     nbytes, what = memory_probe.available_memory("cpu")
     assert nbytes > 0 and what
 

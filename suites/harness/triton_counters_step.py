@@ -34,10 +34,12 @@ def triton_cases(suite: str, variants, cases) -> list[dict]:
 def record(spec, stream) -> dict | None:
     """Write triton_counters.csv for the run's Triton rows (a RunSpec's suite variants and
     cases); what happened, for env.json, or None when there was nothing to do."""
+    if spec.triton_counters == "off":
+        return None
     out_dir = spec.out_dir
     variants = [registry.get_variant(spec.suite.name, name) for name in spec.suite.variants]
     cases = triton_cases(spec.suite.name, variants, spec.cases())
-    if spec.triton_counters == "off" or not cases:
+    if not cases:
         return None
     atomic.write_text(out_dir / CASES_JSON, json.dumps(cases))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -24,8 +24,7 @@ import pandas as pd
 
 from kernels.base import Case
 from suites.results.columns import Status
-
-TRACE_KEY = "_trace"  # suites/traces/suggest/experiment.py
+from suites.traces.suggest.experiment import TRACE_KEY
 
 
 def _suggested(run) -> dict | None:

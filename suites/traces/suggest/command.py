@@ -14,7 +14,6 @@ its diagnosis; nothing is written.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +22,7 @@ from kernels import registry
 from suites.common.errors import ConfigError
 from suites.traces.device_time import on_gpu, trace_mode
 from suites.traces.events import Trace
+from suites.traces.gpu_timeline import kind
 from suites.traces.suggest import experiment
 from suites.traces.suggest.groups import (Group, group_matches, group_outside, group_unmapped,
                                           ranked)
@@ -112,7 +112,8 @@ def _replay_lines(groups: list[Group], replays: dict) -> list[str]:
 
 
 def communicates(trace: Trace) -> bool:
-    return any(re.search(r"nccl|rccl", a.name, re.IGNORECASE) for a in trace.device)
+    """Whether the trace holds communication kernels (the GPU timeline's own rule)."""
+    return any(kind(a) == "communication" for a in trace.device)
 
 
 def run(trace: Trace, steps: int, out: Path | None, replay: bool = True,

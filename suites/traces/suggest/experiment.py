@@ -20,8 +20,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import yaml
-
 from suites.traces.suggest.groups import Group
 from suites.traces.suggest.scaling import scaled
 
@@ -67,6 +65,7 @@ def command_line(folder: Path) -> str:
 
 def write(folder: Path, groups: list[Group], mode: str, steps: int, trace_info: dict,
           scale: float = 1.0) -> Path:
+    import yaml  # Hydra's dependency: not needed to read a sweep's trace key (prediction.py)
     suites = table(groups, mode, steps, scale)
     path = folder / FILE
     path.parent.mkdir(parents=True, exist_ok=True)

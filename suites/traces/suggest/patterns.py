@@ -90,6 +90,16 @@ def _linear_shape(call: OpCall) -> tuple[int, int, int, bool] | None:
     return _prod(x[:-1]), x[-1], w[1], False
 
 
+def _norm(call: OpCall, norm: str) -> Match | None:
+    """One norm call (layer_norm, rms_norm, a library's): the norm block at (T, D) of its
+    input, replayed by the block's functional form."""
+    x = call.tensor_dims()[0] if call.tensor_dims() else ()
+    if not x:
+        return None
+    return Match("norm", {"T": _prod(x[:-1]), "D": x[-1], "norm": norm}, call.dtype(), [call],
+                 replay="functional")
+
+
 def _with_problem(match: Match) -> Match:
     match.problem = match.problem or _dtype_problem(match.dtype)
     for call in match.calls:
@@ -167,29 +177,18 @@ class Matcher:
                     match.problem += " and takes no mask"
             return match
         if call.name == "aten::layer_norm":
-            x = call.tensor_dims()[0] if call.tensor_dims() else ()
-            if not x:
-                return None
-            return Match("norm", {"T": _prod(x[:-1]), "D": x[-1], "norm": "layer"},
-                         call.dtype(), [call], replay="functional")
+            return _norm(call, "layer")
         if "::" in call.name and call.name.endswith("rms_norm") and \
                 not call.name.startswith("aten::"):
             # A library's own RMS norm op (vLLM's _C::rms_norm, _C::fused_add_rms_norm: the
             # residual add fused in): the norm block at its (T, D).
-            x = call.tensor_dims()[0] if call.tensor_dims() else ()
-            if not x:
-                return None
-            match = Match("norm", {"T": _prod(x[:-1]), "D": x[-1], "norm": "rms"},
-                          call.dtype(), [call], replay="functional")
-            match.notes.append(f"{call.name}: a library's fused kernel"
-                               + (" with the residual add" if "add" in call.name else ""))
+            match = _norm(call, "rms")
+            if match is not None:
+                match.notes.append(f"{call.name}: a library's fused kernel"
+                                   + (" with the residual add" if "add" in call.name else ""))
             return match
         if call.name == "aten::rms_norm":
-            x = call.tensor_dims()[0] if call.tensor_dims() else ()
-            if not x:
-                return None
-            return Match("norm", {"T": _prod(x[:-1]), "D": x[-1], "norm": "rms"},
-                         call.dtype(), [call], replay="functional")
+            return _norm(call, "rms")
         if call.name == "aten::linear":
             shape = _linear_shape(call)
             if shape is None:

@@ -21,7 +21,7 @@ import torch.utils.benchmark  # noqa: F401 (torch.utils.benchmark.Timer: not imp
 
 from kernels import registry
 from kernels.base import Case
-from suites.harness.memory_probe import available_memory
+from suites.common.memory import available_memory
 from suites.traces.suggest.groups import Group
 from suites.traces.suggest.scaling import scaled
 
