@@ -31,6 +31,10 @@ from suites.traces.suggest.op_calls import OpCall
 GEMMS = ("aten::linear", "aten::matmul", "aten::mm")
 SDPA = "aten::scaled_dot_product_attention"
 SOFTMAX = ("aten::softmax", "aten::_softmax", "aten::safe_softmax", "aten::_safe_softmax")
+# What eager attention does to the scores between q @ k^T and the softmax: scale them, mask them
+# (in place or not, by a fill or an additive mask).
+SCALE_AND_MASK = ("aten::mul", "aten::mul_", "aten::div", "aten::div_", "aten::masked_fill",
+                  "aten::masked_fill_", "aten::add", "aten::add_", "aten::where")
 RMS_STEPS = ("aten::pow", "aten::mean", "aten::add", "aten::rsqrt", "aten::mul")
 # Ops that move no data worth a kernel of their own: views, between the parts of a pattern.
 VIEWS = frozenset({"aten::view", "aten::reshape", "aten::transpose", "aten::permute",
@@ -125,16 +129,17 @@ class Matcher:
 
     # --- walking -------------------------------------------------------------------------
 
-    def _next(self, i: int, names, skip_views: bool = True, limit: int = 12) -> int | None:
+    def _next(self, i: int, names, skip_views: bool = True, limit: int = 12,
+              passing=()) -> int | None:
         """The index of the next unused call after i named one of `names`, passing only views
-        (and at most `limit` calls)."""
+        and the calls named in `passing` (and at most `limit` calls)."""
         j, seen = i + 1, 0
         while j < len(self.calls) and seen <= limit:
             call = self.calls[j]
             if not self.used[j]:
                 if call.name in names:
                     return j
-                if not (skip_views and call.name in VIEWS):
+                if not ((skip_views and call.name in VIEWS) or call.name in passing):
                     return None
             j += 1
             seen += 1
@@ -277,7 +282,7 @@ class Matcher:
         q, kt = dims
         if q[-1] != kt[-2] or q[-2] != kt[-1]:
             return None
-        j = self._next(i, SOFTMAX, limit=6)
+        j = self._next(i, SOFTMAX, limit=6, passing=SCALE_AND_MASK)
         if j is None:
             return None
         k = self._next(j, ("aten::matmul", "aten::bmm"), limit=4)
