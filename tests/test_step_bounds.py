@@ -192,3 +192,102 @@ def test_bounds_that_exclude_each_other_never_fire_together(tmp_path):
 def test_real_traces_get_one_consistent_bound(path):
     prof = CallProfile(analyze(read_trace(path)))
     assert_consistent(findings(prof))
+
+
+def _comm(us: float, at: float = 60.0):
+    """An NCCL kernel of `us`, launched `at` us into each step (exposed communication)."""
+    def extra(step, t0):
+        corr = 7000 + step
+        return [event("cudaLaunchKernel", "cuda_runtime", t0 + at - 1, 1, correlation=corr),
+                event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", t0 + at, us, tid=8,
+                      correlation=corr)]
+    return extra
+
+
+def test_host_wait_is_weighed_against_each_device_part_not_only_past_half(tmp_path):
+    # 4 x 9 us of computation (36%), 21 us of exposed communication: the device waited for the
+    # host 43% of each 100 us step, more than it computed: host-bound, computation next.
+    prof = profile(gpu_trace(kernel_us=9.0, extra=_comm(21.0)), tmp_path)
+    w = prof.steps[1].window
+    assert (w.computation_us, w.exposed_comm_us, w.host_wait_us) == pytest.approx((36, 21, 43))
+    found = findings(prof)
+    assert_consistent(found)
+    said = found[Code.OVERHEAD_BOUND]
+    assert said.evidence["runner_up"] == "computation" and not said.evidence["close_call"]
+    assert "next: computation 36%" in said.statement, said.statement
+
+
+def test_a_close_call_says_so_with_both_numbers(tmp_path):
+    # Computation 40%, host wait 39%, communication 21%: within 5 points of the window.
+    prof = profile(gpu_trace(kernel_us=10.0, extra=_comm(21.0)), tmp_path)
+    found = findings(prof)
+    said = found[Code.COMPUTE_BOUND]
+    assert said.evidence["close_call"] and said.evidence["runner_up"] == "host wait (launch)"
+    assert "a close call: host wait (launch) is 39.0% of the step against 40.0%" in \
+        said.statement, said.statement
+
+
+def test_the_host_wait_goes_to_what_the_host_did_meanwhile(tmp_path):
+    # The kernels compute 36% of each step; the device waits 64%, 40 us of it while the
+    # DataLoader runs (the rest: launch gaps). The host's span is 40 us loader, 60 us the rest:
+    # counted by span the launches would win; counted in the device's wait, the loader does.
+    def loader(step, t0):
+        return [event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                      "user_annotation", t0 + 58, 40)]
+    prof = profile(gpu_trace(kernel_us=9.0, extra=loader), tmp_path)
+    parts = prof.steps[1].host_wait_parts
+    assert parts["data loading"] == pytest.approx(40)
+    assert parts["launch"] == pytest.approx(prof.steps[1].window.host_wait_us - 40)
+    found = findings(prof)
+    assert_consistent(found)
+    assert Code.DATA_BOUND in found, found
+    assert "while the device waited for the host" in found[Code.DATA_BOUND].statement
+
+
+def test_the_programs_own_host_code_is_named_and_a_range_around_launches_is_not(tmp_path):
+    def ranges(step, t0):
+        return [event("preprocess_video", "user_annotation", t0 + 52, 46),
+                event("forward", "user_annotation", t0 + 0.5, 50)]  # holds the launches
+    prof = profile(gpu_trace(kernel_us=2.0, extra=ranges), tmp_path)
+    found = findings(prof)
+    assert_consistent(found)
+    said = found[Code.HOST_CODE_BOUND]
+    assert "preprocess_video" in said.statement and "forward" not in said.statement
+    assert prof.steps[1].host_code_names == ["preprocess_video"]
+
+
+def test_a_vendors_launch_latency_is_the_launch_path_not_device_waiting(tmp_path):
+    # Every kernel starts 16 us after its launch call returned, on an idle device (hipLaunchKernel
+    # on an MI300): the trace's own launch latency, so the device waited for the host, not on
+    # a queue: overhead-bound, as HTA reads it, not "device waiting".
+    events = gpu_trace(steps=6, kernel_us=2.0)
+    for e in events:
+        if e["cat"] == "kernel":
+            e["ts"] += 16.0
+    prof = profile(events, tmp_path)
+    window = prof.steps[1].window
+    assert window.queued_idle_us == pytest.approx(0)
+    assert window.host_wait_us == pytest.approx(92)
+    found = findings(prof)
+    assert Code.OVERHEAD_BOUND in found and Code.DEVICE_WAIT not in found
+    assert_consistent(found)
+
+
+def test_kernel_variance_is_one_finding_and_only_for_kernels_a_step_can_feel(tmp_path):
+    # Three kernels vary 10 us <-> 40 us from step to step (each >= 1% of a 1 ms step), and one
+    # 6 us kernel varies 6 <-> 9 us (under 1%): one finding, the largest said, 2 more counted.
+    def varying(step, t0):
+        out = []
+        for j, (name, lo, hi) in enumerate((("a", 10, 40), ("b", 10, 40), ("c", 10, 40),
+                                            ("tiny", 6, 9))):
+            corr = 50_000 + step * 10 + j
+            us = lo if step % 2 else hi
+            out += [event("cudaLaunchKernel", "cuda_runtime", t0 + 600 + j * 90, 2,
+                          correlation=corr),
+                    event(name, "kernel", t0 + 603 + j * 90, us, tid=7, correlation=corr)]
+        return out
+    found = [f for f in run_detectors(FindingContext(profile=profile(
+        gpu_trace(steps=4, host_us=1000, extra=varying), tmp_path)))
+        if f.code == Code.KERNEL_VARIANCE]
+    assert len(found) == 1, [f.statement for f in found]
+    assert found[0].evidence["kernels"] == 3 and "2 more kernel(s)" in found[0].statement

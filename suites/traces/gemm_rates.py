@@ -146,6 +146,7 @@ class ShapeRate:
     flops: float  # per launch
     tflops: float  # achieved, over all its launches
     kernels: tuple  # the kernel names that ran it
+    us: float = 0.0  # its launches' device time in all
 
 
 def equal_flop_rates(launches: list[GemmLaunch]) -> list[list[ShapeRate]]:
@@ -162,6 +163,6 @@ def equal_flop_rates(launches: list[GemmLaunch]) -> list[list[ShapeRate]]:
             continue
         flops = runs[0].flops
         groups[flops].append(ShapeRate(runs[0].shape_text, flops, flops * len(runs) / us / 1e6,
-                                       tuple(sorted({g.kernel.name for g in runs}))))
+                                       tuple(sorted({g.kernel.name for g in runs})), us))
     return [sorted(rates, key=lambda r: -r.tflops) for rates in groups.values()
             if len(rates) > 1]

@@ -98,6 +98,11 @@ class Coverage:
         self.merged = merged
         self.starts = [start for start, _ in merged]
 
+    def covers(self, t: float) -> bool:
+        """Whether instant t lies inside the union (ends excluded)."""
+        i = bisect.bisect_right(self.starts, t) - 1
+        return i >= 0 and self.merged[i][0] < t < self.merged[i][1]
+
     def within(self, lo: float, hi: float) -> float:
         total = 0.0
         i = max(0, bisect.bisect_right(self.starts, lo) - 1)

@@ -15,8 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from suites.traces.gpu_timeline import length, union
-from suites.traces.op_kinds import (is_copy_api, is_cpu_collective, is_data_loading,
-                                    is_setup_api, is_sync_api)
+from suites.traces.op_kinds import (STEP_PREFIX, is_copy_api, is_cpu_collective,
+                                    is_data_loading, is_launch_api, is_setup_api, is_sync_api)
 from suites.traces.events import Event, Trace
 
 INIT_MIN_US = 1000.0
@@ -44,6 +44,22 @@ class HostClassifier:
         ranges = trace.annotations + trace.cpu_ops
         self.data = _Ranges([e for e in ranges if is_data_loading(e.name)])
         self.collectives = _Ranges([e for e in ranges if is_cpu_collective(e.name)])
+        self.code = _Ranges(_host_code(trace))
+
+    def causes(self, step, lo: float, hi: float) -> dict[str, list[tuple[float, float]]]:
+        """What the host did in [lo, hi] besides launching, as intervals (host_wait.py)."""
+        return {"initialisation": [(c.ts, c.end) for c in step.host.init_calls],
+                "sync": [(c.ts, c.end) for c in step.blocking_calls],
+                "CPU collectives": self.collectives.intervals(lo, hi),
+                "data loading": self.data.intervals(lo, hi),
+                "host code": self.code.intervals(lo, hi)}
+
+    def code_names(self, lo: float, hi: float) -> list[str]:
+        """The host-code ranges' names in [lo, hi], longest first."""
+        time: dict[str, float] = defaultdict(float)
+        for e in self.code.inside(lo, hi):
+            time[e.name] += min(e.end, hi) - max(e.ts, lo)
+        return sorted(time, key=time.get, reverse=True)
 
     def is_init(self, call: Event) -> bool:
         if call.dur < INIT_MIN_US or is_sync_api(call.name) or is_copy_api(call.name):
@@ -69,9 +85,34 @@ class _Ranges:
         self.starts = [e.ts for e in self.events]
         self.longest = max((e.dur for e in self.events), default=0.0)
 
-    def covered(self, lo: float, hi: float) -> float:
-        """Time inside [lo, hi] covered by at least one range (nested ones count once)."""
+    def inside(self, lo: float, hi: float) -> list[Event]:
+        """The ranges that overlap [lo, hi]."""
         first = bisect.bisect_left(self.starts, lo - self.longest)
         last = bisect.bisect_left(self.starts, hi)
-        return length(union([(max(e.ts, lo), min(e.end, hi)) for e in self.events[first:last]
-                             if e.end > lo]))
+        return [e for e in self.events[first:last] if e.end > lo]
+
+    def intervals(self, lo: float, hi: float) -> list[tuple[float, float]]:
+        """Their union clipped to [lo, hi] (nested ones count once)."""
+        return union([(max(e.ts, lo), min(e.end, hi)) for e in self.inside(lo, hi)])
+
+    def covered(self, lo: float, hi: float) -> float:
+        """Time inside [lo, hi] covered by at least one range."""
+        return length(self.intervals(lo, hi))
+
+
+def _host_code(trace: Trace) -> list[Event]:
+    """The program's own named ranges (record_function) that launch nothing on the device:
+    host work of its own (preprocessing, tokenising), not the profiler's steps, a DataLoader
+    or a collective, and not a range around a model's launches ("forward": its host time is
+    launch and dispatch). Python frames (with_stack) are not read (events.py)."""
+    launches = sorted(c.ts for c in trace.runtime if is_launch_api(c.name))
+    out = []
+    for e in trace.annotations:
+        if (e.name.startswith(STEP_PREFIX) or is_data_loading(e.name)
+                or is_cpu_collective(e.name) or e.dur <= 0):
+            continue
+        i = bisect.bisect_left(launches, e.ts)
+        if i < len(launches) and launches[i] < e.end:
+            continue
+        out.append(e)
+    return out

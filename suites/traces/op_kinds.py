@@ -7,6 +7,7 @@ import re
 
 from suites.traces.events import Event
 
+STEP_PREFIX = "ProfilerStep#"  # torch.profiler's step ranges
 # Launch calls: what `launch_api_us` sums and launch delays are measured from, CUDA's and ROCm's
 # (HIP names its runtime calls hip*, in the same cuda_runtime category). Kineto may add a
 # per-thread-stream suffix (_ptsz, _ptds) or a version (_v7000); is_launch_api strips them.

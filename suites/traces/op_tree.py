@@ -26,9 +26,9 @@ from collections import defaultdict
 from typing import Callable
 
 from suites.traces.nesting import by_thread, nest
-from suites.traces.op_kinds import (METADATA_OPS, is_compute_op_name,
+from suites.traces.op_kinds import (METADATA_OPS, STEP_PREFIX, is_compute_op_name,
                                     is_inductor_cpu_kernel)
-from suites.traces.steps import STEP_PREFIX, StepMetrics, TraceAnalysis
+from suites.traces.steps import StepMetrics, TraceAnalysis
 from suites.traces.events import RUNTIME_CATS, Event
 
 SEP = " > "

@@ -23,12 +23,15 @@ The idle rest is split by what was queued:
                  trace began)
 
 An activity counts as launched when its launch call (an asynchronous launch, op_kinds.LAUNCH_APIS)
-returned, or when it started if that was earlier (the call's own time is host work, not a
-queue); any other call that starts device work (a blocking copy such as hipMemcpyWithStream)
+returned and the trace's own launch latency passed (launch_latency: the median wait of launches
+onto an idle device; the launch path's time, not a queue), or when it started if that was
+earlier (the call's own time is host work, not a queue); any other call that starts device work (a blocking copy such as hipMemcpyWithStream)
 launched it when the call began, and the device idle before it was waiting on something else.
 """
 from __future__ import annotations
 
+import bisect
+import statistics
 from dataclasses import dataclass
 
 from suites.traces.gpu_timeline import Coverage, device_unions, subtract, union
@@ -62,7 +65,25 @@ class DeviceCoverage:
         self.exposed_comm = Coverage(unions.exposed_comm)
         self.exposed_memcpy = Coverage(unions.exposed_memcpy)
         self.busy = Coverage(unions.busy)
-        self.queued_idle = Coverage(subtract(union(_queued(activities, launches)), unions.busy))
+        self.launch_latency_us = launch_latency(activities, launches, self.busy)
+        self.queued_idle = Coverage(subtract(
+            union(_queued(activities, launches, self.launch_latency_us)), unions.busy))
+        self.occupied = union(unions.busy + self.queued_idle.merged)  # busy or waiting on the queue
+        self._occupied_starts = [start for start, _ in self.occupied]
+
+    def host_wait(self, start: float, end: float) -> list[tuple[float, float]]:
+        """The window's host wait as intervals: neither busy nor with work queued."""
+        i = max(0, bisect.bisect_right(self._occupied_starts, start) - 1)
+        out, cursor = [], start
+        while i < len(self.occupied) and self.occupied[i][0] < end:
+            lo, hi = self.occupied[i]
+            if lo > cursor:
+                out.append((cursor, lo))
+            cursor = max(cursor, hi)
+            i += 1
+        if cursor < end:
+            out.append((cursor, end))
+        return out
 
     def window(self, start: float, end: float) -> DeviceWindow:
         busy = self.busy.within(start, end)
@@ -73,14 +94,43 @@ class DeviceCoverage:
                             max(0.0, (end - start) - busy - queued), queued)
 
 
-def _queued(activities: list[Event], launches: dict) -> list[tuple[float, float]]:
-    """Each activity's wait in the queue: from when it was launched (module docstring) to its
-    start."""
+# Launch latency is read from the trace only with this many launches onto an idle device.
+MIN_LATENCY_SAMPLES = 5
+
+
+def launch_latency(activities: list[Event], launches: dict, busy: Coverage) -> float:
+    """The trace's own launch-to-start latency, us: the median wait of activities that nothing
+    else can have held: launched by an asynchronous call that returned while the device was
+    idle, and the next activity of the device to start (none queued before it; of a graph
+    launch only its first). 1-3 us on an H100 or B200, 14-24 us from hipLaunchKernel's return
+    on an MI300. 0 with fewer than MIN_LATENCY_SAMPLES."""
+    starts = sorted(a.ts for a in activities)
+    waits, seen = [], set()
+    for a in sorted(activities, key=lambda a: a.ts):
+        call = launches.get(a.corr) if a.corr is not None else None
+        if call is None or a.corr in seen or not is_launch_api(call.name):
+            continue
+        seen.add(a.corr)
+        if call.end > a.ts or busy.covers(call.end):
+            continue
+        i = bisect.bisect_right(starts, call.end)
+        if i == len(starts) or starts[i] >= a.ts:  # nothing started in between
+            waits.append(a.ts - call.end)
+    return statistics.median(waits) if len(waits) >= MIN_LATENCY_SAMPLES else 0.0
+
+
+def _queued(activities: list[Event], launches: dict,
+            latency: float = 0.0) -> list[tuple[float, float]]:
+    """Each activity's wait in the queue: from when it was launched (module docstring), plus
+    the trace's launch latency (the launch path's, not a wait on anything), to its start."""
     queued = []
     for a in activities:
         call = launches.get(a.corr) if a.corr is not None else None
         if call is not None:
-            launched = min(call.end, a.ts) if is_launch_api(call.name) else call.ts
+            if is_launch_api(call.name):
+                launched = min(call.end + latency, a.ts)
+            else:
+                launched = call.ts
             if launched < a.ts:
                 queued.append((launched, a.ts))
     return queued

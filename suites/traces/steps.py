@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
 from suites.traces.host_parts import HostClassifier, HostParts
+from suites.traces.host_wait import split_host_wait
 from suites.traces.nesting import by_thread, nest
-from suites.traces.op_kinds import (COPY_WRAPPERS, is_copy_api, is_cpu_kernel, is_launch_api,
-                                    is_sync_api)
+from suites.traces.op_kinds import (COPY_WRAPPERS, STEP_PREFIX, is_copy_api, is_cpu_kernel,
+                                    is_launch_api, is_sync_api)
 from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
                                               request_intervals)
 from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
 from suites.traces.events import RUNTIME_CATS, Event, Trace, TraceFormatError
 
-STEP_PREFIX = "ProfilerStep#"
 WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
 
 
@@ -48,6 +48,7 @@ class StepMetrics:
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
     first_op_gap_us: float = float("nan")  # call range start -> its first op
     blocking_us: float = 0.0  # synchronize calls, and copy calls that waited for their copy
+    blocking_calls: list[Event] = field(default_factory=list)  # those calls
     window: DeviceWindow | None = None  # GPU: what the device did in the step's window
     host: HostParts = field(default_factory=HostParts)  # set-up, data loading, collectives
     unlinked: int = 0  # activities with no launch in the trace, attributed by time
@@ -57,6 +58,10 @@ class StepMetrics:
     buffer_gaps: int = 0  # idle stretches of the device window overlapping a buffer request
     buffer_idle_us: float = 0.0  # the idle time they overlap
     call: Event | None = None  # the call's range (its record_function, or the step)
+    # GPU: the window's host wait split by what the host did meanwhile (host_wait.py), and the
+    # names of the program's own ranges in it (its "host code").
+    host_wait_parts: dict = field(default_factory=dict)
+    host_code_names: list[str] = field(default_factory=list)
 
     @property
     def flush_us(self) -> float:
@@ -242,6 +247,10 @@ def analyze(trace: Trace, label: str | None = None,
         if coverage is not None:
             lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end)
             metrics.window = coverage.window(lo, hi)
+            metrics.host_wait_parts = split_host_wait(
+                coverage.host_wait(lo, hi), classifier.causes(metrics, lo, hi))
+            if metrics.host_wait_parts.get("host code"):
+                metrics.host_code_names = classifier.code_names(lo, hi)
             metrics.buffer_gaps, metrics.buffer_idle_us = idle_overlap(
                 request_union, coverage.busy, lo, hi)
             device_end = max([device_end] + [k.end for k in metrics.kernels])
@@ -294,14 +303,14 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
 
 
 def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event],
-                         flush: Event | None = None) -> tuple[float, float]:
-    """(launch us, blocking us) of a step's runtime calls. A synchronize call blocks; so does a
+                         flush: Event | None = None) -> tuple[float, list[Event]]:
+    """(launch us, the blocking calls) of a step's runtime calls. A synchronize call blocks; so does a
     copy call that returned only after its own copy had finished (a DtoH copy waits for the
     stream's earlier kernels: 146 ms of `cudaMemcpyAsync` for 704 bytes is waiting, not launch
     overhead). Each correlation id counts once (a runtime call and its driver call share one).
     One-time set-up calls (`init`, host_parts.py) are neither, nor is the profiler's flush
     (profiler_artifacts.py): the program did not ask for it."""
-    launch = blocking = 0.0
+    launch, blocking = 0.0, []
     seen = set()
     setup = {id(call) for call in init}
     for call in runtime:
@@ -312,12 +321,12 @@ def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event]
                 continue
             seen.add(call.corr)
         if is_sync_api(call.name):
-            blocking += call.dur
+            blocking.append(call)
             continue
         copies = device_by_corr.get(call.corr, ()) if call.corr is not None else ()
         waited = is_copy_api(call.name) and copies and max(a.end for a in copies) <= call.end
         if waited:
-            blocking += call.dur
+            blocking.append(call)
         elif is_launch_api(call.name):
             launch += call.dur
     return launch, blocking
@@ -336,12 +345,12 @@ def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
     else:
         kernels = [op for op in ops if is_cpu_kernel(op)]
         device_us = sum(kernel_us(k, gpu=False) for k in kernels)
-    launch_us, blocking_us = _launch_and_blocking(runtime, device_by_corr, host.init_calls,
-                                                  flush)
+    launch_us, blocking = _launch_and_blocking(runtime, device_by_corr, host.init_calls, flush)
     mine = flush is not None and any(c is flush for c in runtime)
     return StepMetrics(
         name=step.name, host_us=call.dur, device_us=device_us, n_kernels=len(kernels),
-        launch_api_us=launch_us, blocking_us=blocking_us,
+        launch_api_us=launch_us, blocking_us=sum(c.dur for c in blocking),
+        blocking_calls=blocking,
         launch_delays_us=delays, n_cpu_ops=len(ops),
         kernels=kernels, op_events=ops, runtime=runtime,
         first_op_gap_us=(ops[0].ts - call.ts) if ops else float("nan"),

@@ -7,8 +7,8 @@ from collections import defaultdict
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
-from suites.traces.findings.step_bound import (DEVICE, PrimaryBound, StepBound, duration,
-                                                host_side, primary_bound)
+from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, StepBound,
+                                                duration, host_side, primary_bound)
 from suites.traces.device_time import GPU, HOST_ONLY, kernel_us, unread_device_categories
 from suites.traces.gpu_timeline import kind
 from suites.traces.op_kinds import is_copy_api, is_sync_api
@@ -49,8 +49,12 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
                 f"memory-bound: {work} fills {busy / b.window_us:.0%} of the {what} "
                 f"({busy:.1f} us) and the op does {ctx.value('intensity'):.1f} FLOP per byte, "
                 "under the machine's ridge point")
-        return b.code, (f"compute-bound: {work} fills {busy / b.window_us:.0%} of the {what} "
-                        f"({b.us:.1f} us of computation in a {b.window_us:.1f} us window)")
+        if not ctx.on_gpu:
+            return b.code, (f"compute-bound: {work} takes {b.share:.0%} of the {what} "
+                            f"({b.us:.1f} us of a {b.window_us:.1f} us window)")
+        return b.code, (f"compute-bound: computation takes {b.share:.0%} of the {what} "
+                        f"({duration(b.us)} of a {duration(b.window_us)} window; the device is "
+                        f"busy {busy / b.window_us:.0%})")
     if b.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
         return b.code, (f"overhead-bound: compute work (CPU ops that compute) is "
                         f"{p['CPU compute']:.1f} us of a {b.window_us:.1f} us {what} "
@@ -58,8 +62,8 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
     if b.code == Code.OVERHEAD_BOUND:
         return b.code, (f"overhead-bound: the GPU waited for the host {p['host wait']:.1f} us of "
                         f"the {what}'s {b.window_us:.1f} us ({p['host wait'] / b.window_us:.0%}; "
-                        f"busy {p['busy']:.1f} us); the host's time is Python, dispatch and "
-                        f"launch calls, nothing else stands out")
+                        f"busy {p['busy']:.1f} us); the host's time then is Python, dispatch "
+                        f"and launch calls ({b.share:.0%} of the {what})")
     words = {
         Code.COMM_BOUND: "communication-bound: collectives take",
         Code.COPY_BOUND: "copy-bound: memory copies nothing overlaps take",
@@ -69,11 +73,26 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
         Code.DATA_BOUND: "data-loading-bound: DataLoader ranges take",
         Code.INIT_BOUND: "initialisation-bound: one-time set-up calls (context creation, device "
                          "queries, module loading) take",
+        Code.HOST_CODE_BOUND: "host-code-bound: the program's own host code (ranges that "
+                              f"launch nothing: {', '.join(step.host_code_names[:3]) or '?'}) "
+                              "takes",
     }[b.code]
     said = f"{words} {duration(b.us)} of the {duration(b.window_us)} {what} ({b.share:.0%})"
+    if ctx.on_gpu and b.side == "host" and b.code != Code.SYNC_BOUND:
+        said += " while the device waited for the host"
     if b.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
         said += _longest(step, b.code)
     return b.code, said
+
+
+def _runner_up(b: StepBound, what: str) -> str:
+    """The next part, always said; a close call said as one."""
+    if not b.runner_up or b.runner_up_us < 0.01 * b.window_us:  # nothing else took time
+        return ""
+    if b.close:
+        return (f"; a close call: {b.runner_up} is {b.runner_up_us / b.window_us:.1%} of the "
+                f"{what} against {b.contest_us / b.window_us:.1%} (within {MARGIN:.0%})")
+    return f"; next: {b.runner_up} {b.runner_up_us / b.window_us:.0%}"
 
 
 def _longest(step, code: Code) -> str:
@@ -92,7 +111,9 @@ def _longest(step, code: Code) -> str:
 
 def _evidence(b: StepBound, step_name: str) -> dict:
     return {"step": step_name, "verdict": f"{b.side}-bound: {b.kind}", "window_us": b.window_us,
-            **{f"{k.replace(' ', '_')}_us": us for k, us in b.parts.items()}}
+            "share": b.share, "runner_up": b.runner_up, "runner_up_us": b.runner_up_us,
+            "close_call": b.close,
+            **{f"{k.replace(' ', '_').replace(':', '')}_us": us for k, us in b.parts.items()}}
 
 
 def bound(ctx: FindingContext):
@@ -101,6 +122,7 @@ def bound(ctx: FindingContext):
         yield from _no_verdict(ctx)
         return
     code, statement = _statement(found.bound, found.step, ctx)
+    statement += _runner_up(found.bound, "call" if ctx.row is not None else "step")
     if found.steps < found.of:  # the steps disagree: say how many share the bound
         statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
     severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE
@@ -163,10 +185,15 @@ def dominant_kernel(ctx: FindingContext):
     if len(rows) > 1 and total > 0 and kernels and (
             kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total):
         top = kernels[0]
+        found = profile_bound(ctx)
+        # Where the host sets the step's time, a faster kernel would only lengthen the wait.
+        host = found is not None and found.bound.side != DEVICE
+        advice = (f"but the step is {found.bound.side}-bound ({found.bound.kind}): a faster "
+                  "kernel would not shorten it" if host else "the place to optimise first")
         yield Finding(Code.DOMINANT_KERNEL, Severity.INFO,
                       f"one kernel takes {top['total_us_per_call'] / total:.0%} of the device "
                       f"time: {top['kernel'][:80]} ({top['calls_per_call']:g} per step, "
-                      f"{top['mean_us']:.1f} us each): the place to optimise first",
+                      f"{top['mean_us']:.1f} us each): {advice}",
                       {"kernel_us": top["total_us_per_call"], "device_us": total})
 
 

@@ -29,9 +29,11 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.COPY_BOUND: ("exposed memory copies take the largest share of a busy step", "matmul"),
     Code.DEVICE_WAIT: ("the device idles with work queued: it waits on an event or another "
                        "stream", "fusebench"),
-    Code.SYNC_BOUND: ("the host blocks on syncs for half the step", "matmul"),
+    Code.SYNC_BOUND: ("the device waits while the host blocks on syncs", "matmul"),
     Code.DATA_BOUND: ("the step waits on its DataLoader", "fusebench"),
     Code.INIT_BOUND: ("one-time set-up calls dominate the step", "matmul"),
+    Code.HOST_CODE_BOUND: ("the device waits while the program's own host code runs (named "
+                           "ranges that launch nothing: preprocessing)", "fusebench"),
     Code.NO_VERDICT: ("a trace missing one side: the device's activities, or the host's calls "
                       "behind a mostly idle device", "fusebench"),
     Code.STEPS_DIFFER: ("the profiled steps disagree on their verdict", "matmul"),

@@ -14,6 +14,7 @@ class Code(StrEnum):
     SYNC_BOUND = "sync_bound"
     DATA_BOUND = "data_bound"
     INIT_BOUND = "init_bound"
+    HOST_CODE_BOUND = "host_code_bound"
     # no bound: a trace without the device's activities, or without the host's
     NO_VERDICT = "no_verdict"
     # what else a step shows (bounds.py)
@@ -80,7 +81,7 @@ class Severity(StrEnum):
 # What bounds a profile's steps (its primary bound): a profile gets exactly one of these.
 BOUND_CODES = (Code.OVERHEAD_BOUND, Code.COMPUTE_BOUND, Code.MEMORY_BOUND, Code.COMM_BOUND,
                Code.COPY_BOUND, Code.DEVICE_WAIT, Code.SYNC_BOUND, Code.DATA_BOUND,
-               Code.INIT_BOUND)
+               Code.INIT_BOUND, Code.HOST_CODE_BOUND)
 # What a variant changed against the baseline, in the order the report states it.
 CHANGE_CODES = (Code.DISPATCHER_FUSION, Code.NO_DISPATCHER_FUSION, Code.KERNELS_FELL,
                 Code.KERNELS_ROSE, Code.HIDDEN_COPY, Code.MEMORY_SAVED)

@@ -12,6 +12,7 @@ import math
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.gpu_timeline import COMM
 from suites.traces.occupancy import is_attention
 
 SHARE = 0.25  # of the device time per call
@@ -31,7 +32,10 @@ def occupancy_limited(ctx: FindingContext):
     total = sum(r["total_us_per_call"] for r in rows)
     if total <= 0:
         return
+    # A collective's resources are its library's choice, and its time is the network's:
+    # occupancy advice cannot act on it.
     held = [r for r in rows if r["kind"] == "kernel" and not is_attention(r["kernel"])
+            and not COMM.search(r["kernel"])
             and r["total_us_per_call"] >= SHARE * total and _limited_by(r)
             and r.get("theoretical_occupancy_pct", math.nan) < LOW_PCT]
     for row in held[:SHOWN]:  # kernel_rows: largest time first

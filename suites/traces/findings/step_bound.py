@@ -1,27 +1,32 @@
-"""What bounds each step: one bound per step (the host or the device, and on what), from one
-decision tree, with the numbers that decided it; and the primary bound, the one most steps
-share. (The word in steps.csv and in the findings' evidence is `verdict`; it is not a report's
-faster/slower class.)
+"""What bounds each step: one bound per step (the host or the device, and on what), with the
+numbers that decided it, the runner-up and whether it was a close call; and the primary bound,
+the one most steps share. (The word in steps.csv and in the findings' evidence is `verdict`; it
+is not a report's faster/slower class.)
 
-A GPU step is judged in its device window W (suites/traces/step_window.py):
+A GPU step is judged in its device window W (suites/traces/step_window.py), whose time is split
+into parts that add up to W:
 
-1. The device waited for the host (host wait: idle with nothing queued) for at least half of W:
-   host-bound. On what: the largest of the step's one-time set-up calls (initialisation),
-   blocking calls (sync), data-loading ranges (data loading), collectives run by the host
-   (CPU collectives), and the rest of its host span (launch: Python, dispatch, launch calls).
-2. Else, if the device sat idle with work queued for longer than it was busy, it waited on
-   something other than this host: host-bound on sync when the host blocked for half of W (it
-   waited for work the trace does not show), else device-bound, waiting (an event, another
-   stream or device).
-3. Else device-bound, on the largest of computation, exposed communication and exposed memory
-   copies (TraceLens's split, step_window.py).
+    computation, communication, memory copies   the device's work (TraceLens's split, exposed)
+    waiting                                      idle with work queued (an event, another
+                                                 stream or device)
+    host wait                                    idle with nothing queued: the device waited
+                                                 for the host; split by what the host did
+                                                 meanwhile (host_wait.py): set-up, sync, CPU
+                                                 collectives, data loading, host code, launch
+
+The largest part bounds the step (host wait taken whole, against each of the device's parts: a
+step whose device waited for the host 43% of W and computed 36% is host-bound, whatever the
+device's busy total), named by its largest cause (host-bound on data loading, on launch...).
+Idle with work queued while the host blocked for half of W is the host's sync (it waited for
+work the trace does not show). The runner-up is the next part, always stated; within MARGIN of
+W it is a close call, and the verdict says so rather than flip on a hair.
 
 A CPU step (the device is the CPU: compute ops are its kernels) is judged in its span: the
 largest of the compute ops' self time (CPU compute), host collectives, data loading, set-up
-calls and the rest (overhead: Python and dispatch). A host-only trace (a device whose activities
-the trace lacks) gets no bound, nor a GPU step mostly idle whose host side the trace lacks (no
-runtime calls, no launches linked): why the device waited cannot be told. Every step with a
-bound gets exactly one code of BOUND_CODES.
+calls and the rest (overhead: Python and dispatch), with its runner-up the same way. A host-only
+trace (a device whose activities the trace lacks) gets no bound, nor a GPU step mostly idle whose
+host side the trace lacks (no runtime calls, no launches linked): why the device waited cannot
+be told. Every step with a bound gets exactly one code of BOUND_CODES.
 """
 from __future__ import annotations
 
@@ -36,6 +41,10 @@ from suites.traces.steps import StepMetrics
 # threshold that makes a suite call overhead-bound).
 HOST_BOUND_SHARE = OVERHEAD_BUSY
 HOST, DEVICE = "host", "device"
+# Two parts closer than this share of the window are a close call: said, with both numbers.
+MARGIN = 0.05
+HOST_CAUSES = ("initialisation", "sync", "CPU collectives", "data loading", "host code",
+               "launch")
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,15 @@ class StepBound:
     us: float  # the deciding part
     window_us: float  # the step's window it was judged in (StepMetrics.window_us)
     parts: dict  # name -> us: every part the decision compared
+    runner_up: str = ""  # the next part, in words ("" when nothing else took time)
+    runner_up_us: float = 0.0
+    contest_us: float = float("nan")  # the winning part's time in the contest (host wait whole)
+
+    @property
+    def close(self) -> bool:
+        """A close call: the runner-up within MARGIN of the window."""
+        return bool(self.runner_up) and (
+            self.contest_us - self.runner_up_us < MARGIN * self.window_us)
 
     @property
     def share(self) -> float:
@@ -60,12 +78,17 @@ _KIND_CODES = {
     "memory copies": Code.COPY_BOUND, "waiting": Code.DEVICE_WAIT,
     "launch": Code.OVERHEAD_BOUND, "overhead": Code.OVERHEAD_BOUND, "sync": Code.SYNC_BOUND,
     "data loading": Code.DATA_BOUND, "initialisation": Code.INIT_BOUND,
+    "host code": Code.HOST_CODE_BOUND,
 }
 
 
 def _bound(side: str, parts: dict, window_us: float, among: tuple[str, ...]) -> StepBound:
-    kind = max(among, key=lambda k: parts[k])  # ties: the first named
-    return StepBound(_KIND_CODES[kind], side, kind, parts[kind], window_us, parts)
+    """The largest of `among` (ties: the first named); the next is the runner-up."""
+    ranked = sorted(among, key=lambda k: -parts[k])
+    kind = ranked[0]
+    runner = next((k for k in ranked[1:] if parts[k] > 0), "")
+    return StepBound(_KIND_CODES[kind], side, kind, parts[kind], window_us, parts,
+                     runner, parts[runner] if runner else 0.0, parts[kind])
 
 
 def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
@@ -78,6 +101,15 @@ def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
     if step.flush_us > 0:
         parts["profiler flush"] = step.flush_us
     return parts, rest
+
+
+def _largest_cause(causes: dict) -> str:
+    return max(HOST_CAUSES, key=lambda k: causes.get(k, 0.0))
+
+
+def _host_wait_words(causes: dict) -> str:
+    cause = _largest_cause(causes)
+    return f"host wait ({cause})"
 
 
 def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
@@ -98,21 +130,30 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     if w.host_wait_us >= HOST_BOUND_SHARE * span and not host_side(step):
         return None  # idle, and no launch to say whether the host or something else held it
     device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
-              "memory copies": w.exposed_memcpy_us}
+              "memory copies": w.exposed_memcpy_us, "waiting": w.queued_idle_us}
     timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
-    if w.host_wait_us >= HOST_BOUND_SHARE * span:
-        parts, rest = _host_parts(step, step.host_us)
-        parts = {**parts, "launch": rest, **timing}
-        return _bound(HOST, parts, span,
-                        ("initialisation", "sync", "data loading", "CPU collectives", "launch"))
-    if w.queued_idle_us > w.busy_us:
-        parts = {**device, **timing, "sync": step.blocking_us, "waiting": w.queued_idle_us}
-        if step.flush_us > 0:  # not in "sync": the profiler's (profiler_artifacts.py)
-            parts["profiler flush"] = step.flush_us
-        if step.blocking_us >= HOST_BOUND_SHARE * span:
-            return _bound(HOST, parts, span, ("sync",))
-        return _bound(DEVICE, parts, span, ("waiting",))
-    return _bound(DEVICE, {**device, **timing}, span, tuple(device))
+    causes = {k: step.host_wait_parts.get(k, 0.0) for k in HOST_CAUSES}
+    if not step.host_wait_parts:
+        causes["launch"] = w.host_wait_us
+    parts = {**device, **timing, **{f"host wait: {k}": us for k, us in causes.items() if us > 0},
+             "sync": step.blocking_us}
+    if step.flush_us > 0:  # not in "sync": the profiler's (profiler_artifacts.py)
+        parts["profiler flush"] = step.flush_us
+    contest = {**device, "host wait": w.host_wait_us}
+    ranked = sorted(contest, key=lambda k: -contest[k])
+    top = ranked[0]
+    runner = next((k for k in ranked[1:] if contest[k] > 0), "")
+    runner_words = _host_wait_words(causes) if runner == "host wait" else runner
+    runner_us = contest[runner] if runner else 0.0
+    if top == "host wait":
+        kind = _largest_cause(causes)
+        return StepBound(_KIND_CODES[kind], HOST, kind, causes[kind], span,
+                         {**parts, kind: causes[kind]}, runner_words, runner_us, contest[top])
+    if top == "waiting" and step.blocking_us >= HOST_BOUND_SHARE * span:
+        return StepBound(_KIND_CODES["sync"], HOST, "sync", step.blocking_us, span, parts,
+                         runner_words, runner_us, contest[top])
+    return StepBound(_KIND_CODES[top], DEVICE, top, contest[top], span, parts, runner_words,
+                     runner_us, contest[top])
 
 
 def host_side(step: StepMetrics) -> bool:

@@ -14,6 +14,7 @@ from suites.traces.device_time import kernel_us
 COLD_FACTOR = 2.0  # first step this many times the median of the rest
 GAP_US, GAP_SHARE = 100.0, 0.25  # record_function start -> first op
 VARIANCE_CV, VARIANCE_MIN_US = 0.5, 5.0
+VARIANCE_SHARE = 0.01  # of a step: a kernel under it varies unseen in the step's time
 EMPTY_DELAY_US, EMPTY_SHARE = 2.0, 0.8  # launched kernels start at once: nothing queued
 FULL_DELAY_US = 50.0
 
@@ -46,6 +47,9 @@ def late_first_op(ctx: FindingContext):
 
 
 def kernel_variance(ctx: FindingContext):
+    """One finding per profile: the kernels whose time per step varies, of those that take at
+    least VARIANCE_SHARE of a step (a 10 us kernel's jitter in a 100 ms step is noise, not a
+    finding), the one with the most time at stake said, the rest counted."""
     steps = ctx.profile.steps if ctx.profile else []
     if len(steps) < 3:
         return
@@ -53,18 +57,25 @@ def kernel_variance(ctx: FindingContext):
     for i, step in enumerate(steps):
         for k in step.kernels:
             per_step[k.name][i] += kernel_us(k, ctx.on_gpu)
+    step_us = statistics.fmean(s.window_us for s in steps)
+    varying = []
     for name, times in per_step.items():
         mean = statistics.fmean(times)
-        if mean < VARIANCE_MIN_US or min(times) == 0:
+        if mean < VARIANCE_MIN_US or min(times) == 0 or mean < VARIANCE_SHARE * step_us:
             continue
         cv = statistics.pstdev(times) / mean
         if cv > VARIANCE_CV:
-            yield Finding(Code.KERNEL_VARIANCE, Severity.WARNING,
-                          f"{_short(name)} varies across steps: {min(times):.1f} to "
-                          f"{max(times):.1f} "
-                          f"us (CV {cv:.0%}); clocks, contention or data-dependent work",
-                          {"kernel": _short(name), "cv": cv, "min_us": min(times),
-                           "max_us": max(times)})
+            varying.append((max(times) - min(times), name, times, cv))
+    if not varying:
+        return
+    varying.sort(key=lambda v: -v[0])
+    _, name, times, cv = varying[0]
+    more = f"; {len(varying) - 1} more kernel(s) vary as much" if len(varying) > 1 else ""
+    yield Finding(Code.KERNEL_VARIANCE, Severity.WARNING,
+                  f"{_short(name)} varies across steps: {min(times):.1f} to {max(times):.1f} "
+                  f"us (CV {cv:.0%}); clocks, contention or data-dependent work{more}",
+                  {"kernel": _short(name), "cv": cv, "min_us": min(times),
+                   "max_us": max(times), "kernels": len(varying)})
 
 
 def gpu_queue(ctx: FindingContext):
