@@ -213,11 +213,13 @@ def test_a_gpu_trace_without_its_host_side_gets_no_host_verdict(tmp_path, capsys
     assert "host-bound" not in out and "overhead_bound" not in out
 
 
-def test_a_directory_or_an_empty_file_is_named_as_such(tmp_path, capsys):
-    (tmp_path / "empty.json").write_text("")
+def test_a_folder_without_traces_or_an_empty_file_is_named_as_such(tmp_path, capsys):
+    # A folder is the ranks of one job (tests/test_ranks.py): one with no trace says so.
+    (tmp_path / "notes.txt").write_text("not a trace")
     assert main([str(tmp_path)]) == 2
-    assert "a directory, not a trace file" in capsys.readouterr().err
-    assert main([str(tmp_path / "empty.json")]) == 2
+    assert "a folder with no trace in it" in capsys.readouterr().err
+    (tmp_path / "empty.json").write_text("")
+    assert main([str(tmp_path)]) == 2  # its one trace, read: empty
     assert "the file is empty" in capsys.readouterr().err
 
 

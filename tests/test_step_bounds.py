@@ -291,3 +291,66 @@ def test_kernel_variance_is_one_finding_and_only_for_kernels_a_step_can_feel(tmp
         if f.code == Code.KERNEL_VARIANCE]
     assert len(found) == 1, [f.statement for f in found]
     assert found[0].evidence["kernels"] == 3 and "2 more kernel(s)" in found[0].statement
+
+
+@pytest.mark.parametrize("meta", [
+    {"deviceProperties": [{"id": 0, "name": "NVIDIA H100"}]},
+    {"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 8}},
+    {},  # no metadata: its ops say it ran on a GPU
+])
+def test_a_gpu_job_without_its_device_side_reads_the_same_whatever_metadata(tmp_path, meta):
+    events = []
+    for step in range(3):
+        t0 = step * 1000
+        events += [event(f"ProfilerStep#{step}", "user_annotation", t0, 1000),
+                   event("aten::mm", "cpu_op", t0 + 10, 300),
+                   event("aten::_efficient_attention_forward", "cpu_op", t0 + 400, 300)]
+    doc = {"traceEvents": events, **meta}
+    prof = CallProfile(analyze(read_trace(write(doc, tmp_path / "t.json"))))
+    assert prof.analysis.mode == "host-only"
+    found = findings(prof)
+    assert primary_codes(found) == [Code.NO_VERDICT]
+    assert "recorded without its device's activities" in found[Code.NO_VERDICT].statement
+
+
+def test_a_long_call_in_every_step_is_the_steady_state_not_set_up(tmp_path):
+    # A launch that blocks 30 ms on a full queue in every step (its driver call nested under
+    # it): the steady state, never "one-time set-up" longer than its step.
+    def blocked(step, t0):
+        return [event("cudaLaunchKernel", "cuda_runtime", t0 + 60, 30_000, correlation=8000),
+                event("cuLaunchKernel", "cuda_driver", t0 + 61, 29_998)]
+    events = gpu_trace(steps=4, host_us=40_000, extra=blocked)
+    prof = profile(events, tmp_path)
+    assert all(s.host.init_us == 0 for s in prof.steps)
+    found = findings(prof)
+    assert Code.ONE_TIME_SETUP not in found and Code.INIT_BOUND not in found
+    # Once, in the first step only, it is set-up, counted once though two calls nest.
+    once = gpu_trace(steps=4, host_us=40_000, extra=lambda step, t0: blocked(step, t0)
+                     if step == 0 else [])
+    first = profile(once, tmp_path, "once.json").steps[0]
+    assert first.host.init_us == pytest.approx(30_000)
+
+
+def test_windows_never_overlap_and_work_from_before_the_trace_stays_out(tmp_path):
+    # The device runs behind the host (its kernels end after the next step starts), and an
+    # activity with no launch in the trace starts in step 1 while step 0's work still runs; one
+    # more ran before the trace's first launch call (launched before the profiler started).
+    def unlinked(step, t0):
+        return [event("other_stream_kernel", "kernel", t0 + 10, 5, tid=9)] if step == 1 else []
+    events = gpu_trace(steps=4, kernel_us=30.0, extra=unlinked)
+    events.append(event("before_the_trace", "kernel", -50, 60, tid=9))
+    prof = profile(events, tmp_path)
+    windows = [(s.window.start, s.window.end) for s in prof.steps]
+    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:])), windows
+    assert prof.analysis.pre_trace_device == 1
+    assert "before_the_trace" not in {k.name for s in prof.steps for k in s.kernels}
+    busy = sum(s.window.busy_us for s in prof.steps)
+    assert busy <= sum(k["dur"] for k in events if k["cat"] == "kernel")
+
+
+def test_a_fragment_says_its_verdict_rests_on_little(tmp_path):
+    found = findings(profile(gpu_trace(steps=2, kernel_us=2.0), tmp_path))  # 30-odd events
+    said = found[Code.OVERHEAD_BOUND].statement
+    assert said.endswith("events, a fragment]") and "[low confidence: " in said
+    big = findings(profile(gpu_trace(steps=40, kernel_us=2.0), tmp_path, "big.json"))
+    assert "low confidence" not in big[Code.OVERHEAD_BOUND].statement

@@ -24,6 +24,7 @@ from kernels.names import DTYPE_NAMES
 from suites.common import cli
 from suites.common.errors import ConfigError
 from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, on_gpu, unread_device_categories
@@ -35,9 +36,10 @@ from suites.traces.events import read_trace
 
 MAX_STEPS_SHOWN = 20
 NAN = float("nan")
-# Columns of steps.csv the console leaves out (too wide for a terminal).
-CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops", "data_loading_us",
-                 "host_collectives_us"]
+# Columns of steps.csv the console leaves out (too wide for a terminal); the host's named parts
+# only where no step has any (a step's data loading is never left unsaid).
+CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops"]
+DROPPED_WHEN_ZERO = ["data_loading_us", "host_collectives_us"]
 
 
 def step_frame(profile: CallProfile) -> pd.DataFrame:
@@ -121,6 +123,10 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
             "leave them out)" if device else ""))
     for cat, count in unread_device_categories(trace).items():
         lines.append(f"note: {count} activities of category {cat} not analysed")
+    if analysis.pre_trace_device:
+        lines.append(f"note: {analysis.pre_trace_device} device activities started before the "
+                     "trace's first launch call (launched before the profiler started): kept "
+                     "out of the steps' own work")
     if analysis.unlinked_device:
         lines.append(f"note: {analysis.unlinked_device} device activities have no launch event "
                      "in the trace: each is counted in the step whose host span it started in")
@@ -134,7 +140,8 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
                       "launched ones; the steps below count them by the time they ran"]
     steps = step_frame(profile)
     fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
-    shown = steps.drop(columns=CONSOLE_DROPS)
+    shown = steps.drop(columns=CONSOLE_DROPS + [c for c in DROPPED_WHEN_ZERO
+                                                if not steps[c].fillna(0).any()])
     if len(shown) > MAX_STEPS_SHOWN:  # a long training trace: the first steps and the last
         half = MAX_STEPS_SHOWN // 2
         shown = pd.concat([shown.head(half), shown.tail(half)])
@@ -188,7 +195,9 @@ def kernel_tables(rows: list[dict], top: int, fmt: dict) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m suites.analyze",
                                      description="Analyse a torch.profiler Chrome trace.")
-    parser.add_argument("trace", type=Path, help="trace .json or .json.gz")
+    parser.add_argument("trace", type=Path, nargs="+",
+                        help="trace .json or .json.gz; several, or a folder of them: the ranks "
+                             "of one job, side by side and across (suites/traces/ranks.py)")
     parser.add_argument("--csv", type=Path, help="also write timeline.csv, steps.csv, kernels.csv, "
                                                  "findings.csv here")
     parser.add_argument("--label", help="record_function name around each call (host time = "
@@ -241,6 +250,13 @@ def analyze_trace(args) -> None:
     if not args.scale >= 1.0:  # NaN too
         raise ConfigError(f"--scale {args.scale}: a factor of 1 or more (the shapes are made "
                           "that many times smaller)")
+    paths = trace_paths(args.trace)
+    if len(paths) > 1:
+        if args.suggest:
+            raise ConfigError("--suggest reads one trace: give one rank's")
+        analyze_ranks(paths, args)
+        return
+    args.trace = paths[0]
     started = time.perf_counter()
     trace = read_trace(args.trace)
     # Millions of events now live to the end: a collector that keeps walking them finds nothing
@@ -253,11 +269,7 @@ def analyze_trace(args) -> None:
     rows = timelines(trace, profile)
     print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started, rows))
     if args.csv:
-        try:
-            args.csv.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"--csv {args.csv}: cannot make the folder "
-                              f"({exc.strerror})") from None
+        _mkdir(args.csv)
         pd.DataFrame(rows, columns=["scope", *FIELDS, "activities", "unlinked_activities"]).to_csv(
             args.csv / "timeline.csv", index=False)
         step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
@@ -268,6 +280,68 @@ def analyze_trace(args) -> None:
         from suites.traces.suggest import command as suggest
         print("\n".join(suggest.run(trace, len(profile.steps), args.out, args.replay,
                                      args.scale)))
+
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def trace_paths(given: list[Path]) -> list[Path]:
+    """The traces named: a folder stands for the traces in it (sorted by name)."""
+    out = []
+    for path in given:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.name.endswith(TRACE_SUFFIXES))
+            if not found:
+                raise ConfigError(f"{path}: a folder with no trace in it (.json or .json.gz)")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
+def analyze_ranks(paths: list[Path], args) -> None:
+    """Each trace a rank of one job: its verdict and figures side by side, then across ranks."""
+    from suites.traces import ranks as across
+    profiles = []
+    for path in paths:
+        trace = read_trace(path)
+        _check_names(trace, args)
+        profiles.append((path, CallProfile(analyze(trace, label=args.label,
+                                                   step_pattern=args.steps))))
+    ranks = across.load(profiles)
+    steps = across.across(ranks)
+    rows = across.rank_rows(ranks, steps)
+    fmt = {"float_format": lambda v: f"{v:.3g}", "index": False, "na_rep": "-"}
+    lines = [f"{len(ranks)} ranks ({ranks[0].backend or 'backend not recorded'}), "
+             f"{len(steps)} step(s) on every rank:", pd.DataFrame(rows).to_string(**fmt), "",
+             "per rank:"]
+    per_rank_findings = []
+    for r in ranks:
+        found = run_detectors(FindingContext(profile=r.profile, dtype=args.dtype))
+        per_rank_findings += [{"rank": r.rank, **f.as_row()} for f in found]
+        primary = [f for f in found if f.code in BOUND_CODES or f.code == Code.NO_VERDICT]
+        lines.append(f"  rank {r.rank} ({r.path.name}): "
+                     + (primary[0].statement if primary else "no verdict"))
+    lines += ["", "across ranks:"] + [f"  {line}" for line in across.findings(ranks, steps)]
+    print("\n".join(lines))
+    if args.csv:
+        _mkdir(args.csv)
+        pd.DataFrame(rows).to_csv(args.csv / "ranks.csv", index=False)
+        pd.DataFrame([{"step": s.name, "rank": r, "window_us": s.window_us[r],
+                       "collectives_us": s.collective_us.get(r, NAN),
+                       "waiting_for_slowest_us": s.wait_us.get(r, NAN),
+                       "pure_comm_us": s.pure_us, "slowest": s.slowest}
+                      for s in steps for r in s.window_us]).to_csv(args.csv / "rank_steps.csv",
+                                                                   index=False)
+        pd.DataFrame(per_rank_findings).to_csv(args.csv / "findings.csv", index=False)
+        print(f"\ncsv: {args.csv}")
+
+
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--csv {folder}: cannot make the folder ({exc.strerror})") from None
 
 
 def main(argv=None) -> int:

@@ -4,6 +4,8 @@ ask here, so they cannot disagree.
 """
 from __future__ import annotations
 
+import re
+
 from suites.traces.events import Event, Trace
 
 GPU = "cuda"
@@ -35,9 +37,28 @@ def trace_mode(trace: Trace) -> str:
     trace's "kernels" are its compute ops."""
     if trace.device:
         return GPU
-    if trace.runtime or unread_device_categories(trace) or _device_properties(trace.meta):
+    if (trace.runtime or unread_device_categories(trace) or _device_properties(trace.meta)
+            or gpu_job_hint(trace)):
         return HOST_ONLY
     return "cpu"
+
+
+# Names only a GPU job's host side records: its ops (the fused attention kernels' wrappers, cuDNN,
+# stream handling) and its collectives. One reading per job: a trace of a GPU job recorded
+# without its device side reads as one with device metadata does, whatever metadata was kept.
+_GPU_OP_NAMES = re.compile(r"cuda|cudnn|nccl|rccl|_flash_attention|_efficient_attention|"
+                           r"record_stream", re.IGNORECASE)
+
+
+def gpu_job_hint(trace: Trace) -> str:
+    """Why the trace is a GPU job's though it holds no device activity, or ""."""
+    info = trace.meta.get("distributedInfo")
+    if isinstance(info, dict) and re.search(r"nccl|xccl", str(info.get("backend", "")), re.I):
+        return f"its process group's backend is {info['backend']}"
+    for event in trace.cpu_ops:
+        if _GPU_OP_NAMES.search(event.name):
+            return f"it runs {event.name}"
+    return ""
 
 
 def unread_device_categories(trace: Trace) -> dict[str, int]:

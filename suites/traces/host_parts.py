@@ -4,8 +4,10 @@ collectives run by the host (blocking calls are measured with the launches, step
 One-time set-up is a runtime call of at least INIT_MIN_US that is either a set-up call
 (op_kinds.SETUP_APIS: context creation, device queries, module loading) or far longer than the
 same call's steady state (INIT_FACTOR x the median of its at least 3 calls in the trace: the
-first cudaLaunchKernel that loads the module, 4.3 s where the rest take 15 us). Synchronize calls
-and copies are never set-up: a long one waits for the device.
+first cudaLaunchKernel that loads the module, 4.3 s where the rest take 15 us), and not long in
+most steps (then it is the steady state: set_recurring). Synchronize calls and copies are never
+set-up: a long one waits for the device. Nested calls (a runtime call and its driver call)
+count once.
 """
 from __future__ import annotations
 
@@ -45,6 +47,18 @@ class HostClassifier:
         self.data = _Ranges([e for e in ranges if is_data_loading(e.name)])
         self.collectives = _Ranges([e for e in ranges if is_cpu_collective(e.name)])
         self.code = _Ranges(_host_code(trace))
+        self.recurring: set[str] = set()  # long in most steps: steady state (set_recurring)
+
+    def set_recurring(self, steps_runtime: list[list[Event]]) -> None:
+        """Calls that are long in most steps (at least 2, and half of them) are the steady
+        state, not set-up: a launch that blocks on a full queue every step, a blocking submit,
+        an allocation each step. `steps_runtime`: each step's runtime calls."""
+        counts: dict[str, int] = defaultdict(int)
+        for runtime in steps_runtime:
+            for name in {c.name for c in runtime if self.is_init(c)}:
+                counts[name] += 1
+        need = max(2, (len(steps_runtime) + 1) // 2)
+        self.recurring = {name for name, n in counts.items() if n >= need}
 
     def causes(self, step, lo: float, hi: float) -> dict[str, list[tuple[float, float]]]:
         """What the host did in [lo, hi] besides launching, as intervals (host_wait.py)."""
@@ -62,7 +76,8 @@ class HostClassifier:
         return sorted(time, key=time.get, reverse=True)
 
     def is_init(self, call: Event) -> bool:
-        if call.dur < INIT_MIN_US or is_sync_api(call.name) or is_copy_api(call.name):
+        if (call.dur < INIT_MIN_US or is_sync_api(call.name) or is_copy_api(call.name)
+                or call.name in self.recurring):
             return False
         if is_setup_api(call.name):
             return True
@@ -72,7 +87,8 @@ class HostClassifier:
     def parts(self, runtime: list[Event], lo: float, hi: float) -> HostParts:
         """The set-up calls, data-loading ranges and host collectives inside [lo, hi]."""
         init = [call for call in runtime if self.is_init(call)]
-        return HostParts(init_us=sum(c.dur for c in init),
+        # A runtime call and the driver call under it are one wait: counted once.
+        return HostParts(init_us=length(union([(c.ts, c.end) for c in init])),
                          data_us=self.data.covered(lo, hi),
                          collective_us=self.collectives.covered(lo, hi), init_calls=init)
 

@@ -137,12 +137,17 @@ def _queued(activities: list[Event], launches: dict,
 
 
 def window_bounds(host_start: float, host_end: float, own: list[Event],
-                  previous_device_end: float) -> tuple[float, float]:
+                  previous_device_end: float,
+                  previous_window_end: float = float("-inf")) -> tuple[float, float]:
     """The step's device window (module docstring) from its host span, its own activities and
-    where the previous step's device work ended."""
+    where the previous step's device work and window ended. Never before the previous window's
+    end: an activity placed in this step by its time (no launch in the trace) may start while
+    the previous step's work still runs, and two windows must not count one stretch twice."""
     start = max(host_start, previous_device_end)
     end = host_end
     if own:
         start = min(start, min(a.ts for a in own))
         end = max(end, max(a.end for a in own))
+    start = max(start, previous_window_end)
+    end = max(end, start)
     return min(start, end), end

@@ -104,6 +104,9 @@ class TraceAnalysis:
     copy_origins: dict = field(default_factory=dict)  # correlation id -> op a copy came from
     flush: Flush | None = None  # the profiler's end-of-window sync, in a step or not
     buffer_requests: list[Event] = field(default_factory=list)  # the profiler's (Kineto's)
+    # Of those, the ones that started before the trace's first launch call: launched before the
+    # profiler started, kept out of every step's own work (the first step would absorb them).
+    pre_trace_device: int = 0
 
 
 def nest_cpu_events(trace: Trace) -> dict:
@@ -230,22 +233,28 @@ def analyze(trace: Trace, label: str | None = None,
     trace_end = max((end for end in ends if end is not None), default=None)
     calls = [(step, _clipped(_call_range(trace, starts["annotations"], step, label), trace_end))
              for step in find_steps(trace, step_pattern)]
-    by_time = _by_time(unlinked, [call for _, call in calls]) if gpu else {}
+    first_launch = min((c.ts for c in trace.runtime), default=float("inf"))
+    pre_trace = [a for a in unlinked if a.ts < first_launch] if trace.runtime else []
+    placed = [a for a in unlinked if a.ts >= first_launch] if pre_trace else unlinked
+    by_time = _by_time(placed, [call for _, call in calls]) if gpu else {}
     coverage = DeviceCoverage(trace.device, launches) if gpu else None
     flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
     requests = buffer_requests(trace)
     request_union = request_intervals(requests)
     classifier = HostClassifier(trace)
-    steps, device_end = [], float("-inf")
+    # The call's own launches: a suite step also holds an L2 flush and syncs around it.
+    runtimes = [_window(trace.runtime, starts["runtime"], call.ts, call.end) for _, call in calls]
+    classifier.set_recurring(runtimes)
+    steps, device_end, window_end = [], float("-inf"), float("-inf")
     for i, (step, call) in enumerate(calls):
-        # The call's own launches: a suite step also holds an L2 flush and syncs around it.
         ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
-        runtime = _window(trace.runtime, starts["runtime"], call.ts, call.end)
+        runtime = runtimes[i]
         host = classifier.parts(runtime, call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, by_time.get(i, []),
                                 mode, host, flush.call if flush is not None else None)
         if coverage is not None:
-            lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end)
+            lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end, window_end)
+            window_end = hi
             metrics.window = coverage.window(lo, hi)
             metrics.host_wait_parts = split_host_wait(
                 coverage.host_wait(lo, hi), classifier.causes(metrics, lo, hi))
@@ -257,7 +266,8 @@ def analyze(trace: Trace, label: str | None = None,
         steps.append(metrics)
     attributed = sum(s.n_kernels for s in steps) if gpu else 0
     return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
-                         len(unlinked) if gpu else 0, origins, flush, requests)
+                         len(unlinked) if gpu else 0, origins, flush, requests,
+                         len(pre_trace) if gpu else 0)
 
 
 def _by_time(activities: list[Event], calls: list[Event]) -> dict[int, list[Event]]:

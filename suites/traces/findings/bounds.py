@@ -9,7 +9,8 @@ from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, StepBound,
                                                 duration, host_side, primary_bound)
-from suites.traces.device_time import GPU, HOST_ONLY, kernel_us, unread_device_categories
+from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
+                                       unread_device_categories)
 from suites.traces.gpu_timeline import kind
 from suites.traces.op_kinds import is_copy_api, is_sync_api
 
@@ -109,6 +110,29 @@ def _longest(step, code: Code) -> str:
     return f"; the longest: {top.name}{inside}, {duration(top.dur)}"
 
 
+# A trace's verdict rests on thin evidence below these: most device activities unlinked (placed
+# by time, their launches unseen), or a handful of events in all.
+THIN_UNLINKED_SHARE = 0.5
+THIN_EVENTS = 200
+
+
+def thin_evidence(ctx: FindingContext) -> str:
+    """Why a trace's verdict rests on little (a user's trace only: a suite row's call is small
+    by design), or ""."""
+    if ctx.profile is None or ctx.row is not None:
+        return ""
+    analysis = ctx.profile.analysis
+    device = analysis.trace.device
+    if device and analysis.unlinked_device > THIN_UNLINKED_SHARE * len(device):
+        return (f"{analysis.unlinked_device} of {len(device)} device activities have no launch in the "
+                "trace, so why the device waited is partly guessed")
+    trace = analysis.trace
+    kept = len(trace.cpu_ops) + len(trace.annotations) + len(trace.runtime) + len(device)
+    if kept < THIN_EVENTS:  # what was read, exact copies and bad events aside
+        return f"the trace holds {kept} events, a fragment"
+    return ""
+
+
 def _evidence(b: StepBound, step_name: str) -> dict:
     return {"step": step_name, "verdict": f"{b.side}-bound: {b.kind}", "window_us": b.window_us,
             "share": b.share, "runner_up": b.runner_up, "runner_up_us": b.runner_up_us,
@@ -123,6 +147,9 @@ def bound(ctx: FindingContext):
         return
     code, statement = _statement(found.bound, found.step, ctx)
     statement += _runner_up(found.bound, "call" if ctx.row is not None else "step")
+    thin = thin_evidence(ctx)
+    if thin:
+        statement += f" [low confidence: {thin}]"
     if found.steps < found.of:  # the steps disagree: say how many share the bound
         statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
     severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE
@@ -149,9 +176,16 @@ def _no_verdict(ctx: FindingContext):
         return
     if ctx.profile.analysis.mode != HOST_ONLY:
         return
-    unread = unread_device_categories(ctx.profile.analysis.trace)
-    what = (", ".join(f"{n} {cat}" for cat, n in unread.items()) if unread
-            else "none: runtime calls but no kernels, copies or memsets")
+    trace = ctx.profile.analysis.trace
+    unread = unread_device_categories(trace)
+    hint = gpu_job_hint(trace)
+    if unread:
+        what = ", ".join(f"{n} {cat}" for cat, n in unread.items())
+    elif trace.runtime:
+        what = "none: runtime calls but no kernels, copies or memsets"
+    else:  # a GPU job recorded with the CPU's activities only
+        what = (f"none: a GPU job ({hint or 'the trace lists its devices'}) recorded without "
+                "its device's activities (add ProfilerActivity.CUDA)")
     yield Finding(Code.NO_VERDICT, Severity.WARNING,
                   f"no verdict: the trace shows a device but none of its activities this tool "
                   f"reads (device events: {what}); only the host side is analysed",

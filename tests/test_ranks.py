@@ -1,0 +1,101 @@
+"""Several ranks of one job (suites/traces/ranks.py, `python -m suites.analyze FOLDER`), on real
+traces recorded here (tests/fixtures/multirank/: three gloo ranks, balanced, and with rank 2 given
+about 40 ms of extra work a step): the slowest rank per step, the time the others lost waiting
+for it in collectives against the communication itself, and the ranks whose verdict differs."""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from suites.traces import command
+from suites.traces import ranks as across
+from suites.traces.call_profile import CallProfile
+from suites.traces.events import read_trace
+from suites.traces.steps import analyze
+
+FIXTURES = Path(__file__).parent / "fixtures" / "multirank"
+
+
+def load(folder: str, reverse: bool = False):
+    paths = sorted((FIXTURES / folder).glob("rank*.json.gz"), reverse=reverse)
+    ranks = across.load([(p, CallProfile(analyze(read_trace(p)))) for p in paths])
+    return ranks, across.across(ranks)
+
+
+@pytest.fixture(scope="module")
+def skewed():
+    return load("skewed")
+
+
+def _extra_work_per_step(rank) -> float:
+    trace = rank.profile.analysis.trace
+    steps = rank.profile.steps
+    inside = [e.dur for e in trace.annotations if e.name == "extra_work"
+              and any(s.call.ts <= e.ts < s.call.end for s in steps)]
+    return sum(inside) / len(steps)
+
+
+def test_the_slow_rank_is_found_and_the_others_wait_its_extra_work(skewed):
+    ranks, steps = skewed
+    assert [r.rank for r in ranks] == [0, 1, 2] and ranks[0].backend == "gloo"
+    assert len(steps) == 4 and all(s.slowest == 2 for s in steps)
+    extra = _extra_work_per_step(ranks[2])
+    assert 30_000 < extra < 60_000  # asked for 40 ms
+    for r in (0, 1):
+        wait = statistics.fmean(s.wait_us[r] for s in steps)
+        assert wait == pytest.approx(extra, rel=0.3), (r, wait, extra)
+        # the communication itself is a small part of their time in collectives
+        assert statistics.fmean(s.pure_us for s in steps) < 0.5 * wait
+    assert all(s.wait_us[2] == 0 for s in steps)  # it arrived last: it waited for no one
+
+
+def test_balanced_ranks_lose_far_less_to_skew(skewed):
+    ranks, steps = load("balanced")
+    _, skewed_steps = skewed
+    wait = statistics.fmean(statistics.fmean(s.wait_us[r] for r in (0, 1)) for s in steps)
+    skewed_wait = statistics.fmean(statistics.fmean(s.wait_us[r] for r in (0, 1))
+                                   for s in skewed_steps)
+    assert wait < 0.25 * skewed_wait, (wait, skewed_wait)
+    lines = across.findings(ranks, steps)
+    assert not any("mostly waiting" in line for line in lines)
+
+
+def test_the_findings_name_the_skew_and_the_verdicts_that_differ(skewed):
+    ranks, steps = skewed
+    lines = across.findings(ranks, steps)
+    assert lines[0] == "slowest rank: rank 2 in 4 of 4 step(s)"
+    assert any(line.startswith("the time in collectives is mostly waiting for rank 2")
+               for line in lines)
+    differ = next(line for line in lines if line.startswith("verdicts differ"))
+    assert "rank 2 host-bound (CPU compute)" in differ, differ
+
+
+def test_ranks_come_from_the_traces_not_the_file_order(skewed):
+    ranks, steps = load("skewed", reverse=True)
+    assert [r.rank for r in ranks] == [0, 1, 2]
+    assert [r.path.name for r in ranks] == ["rank0.json.gz", "rank1.json.gz", "rank2.json.gz"]
+    assert all(s.slowest == 2 for s in steps)
+
+
+def test_the_command_reads_a_folder_or_several_files_alike(tmp_path, capsys):
+    assert command.main([str(FIXTURES / "skewed"), "--csv", str(tmp_path / "a")]) == 0
+    folder = capsys.readouterr().out
+    files = sorted(str(p) for p in (FIXTURES / "skewed").glob("*.json.gz"))
+    assert command.main(files) == 0
+    assert capsys.readouterr().out.split("\nacross ranks:")[1] == \
+        folder.split("\nacross ranks:")[1].split("\ncsv:")[0]
+    assert folder.startswith("3 ranks (gloo), 4 step(s) on every rank:")
+    table = pd.read_csv(tmp_path / "a" / "ranks.csv")
+    assert list(table["rank"]) == [0, 1, 2] and list(table["slowest_in_steps"]) == [0, 0, 4]
+    assert len(pd.read_csv(tmp_path / "a" / "rank_steps.csv")) == 12
+
+
+def test_bad_multi_rank_input_is_one_line(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert command.main([str(tmp_path / "empty")]) == 2
+    assert "a folder with no trace in it" in capsys.readouterr().err
+    assert command.main([str(FIXTURES / "skewed"), "--suggest"]) == 2
+    assert "--suggest reads one trace" in capsys.readouterr().err
