@@ -83,6 +83,10 @@ def test_a_slow_host_is_overhead_bound_and_the_queue_empty(tmp_path):
     assert Code.OVERHEAD_BOUND in found and Code.QUEUE_EMPTY in found
     assert found[Code.OVERHEAD_BOUND].evidence["host_wait_us"] == pytest.approx(92)
     assert_consistent(found)
+    # 4 kernels a step: no fusion or CUDA-graph advice, the host's own time is what to cut.
+    assert "with 4 kernel(s) a step there is little to fuse" in found[Code.QUEUE_EMPTY].statement
+    many = findings(profile(gpu_trace(kernel_us=0.5, kernels=12), tmp_path, "many.json"))
+    assert "(fusion, CUDA graphs) would help" in many[Code.QUEUE_EMPTY].statement
 
 
 def test_set_up_calls_far_beyond_their_steady_state_are_initialisation(tmp_path):

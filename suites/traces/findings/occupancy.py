@@ -53,7 +53,10 @@ def _finding(row: dict, total: float) -> Finding:
     gemm = bool(row.get("gemm_library"))
     rate = row.get("gemm_tflops", math.nan)
     if gemm:
-        advice = ("a tensor-core GEMM trades occupancy for tile size and pipeline depth by "
+        # Said as the kernel table says it: a SIMT sgemm is no tensor-core GEMM.
+        what = {"yes": "a tensor-core GEMM", "no": "a GEMM on CUDA cores (no tensor cores)"}.get(
+            row.get("gemm_tensor_core") or "", "a GEMM")
+        advice = (f"{what} trades occupancy for tile size and pipeline depth by "
                   "design (one or a few CTAs per SM): judge it by its rate"
                   + (f", {rate:.3g} TFLOP/s here" if rate == rate else ""))
     else:

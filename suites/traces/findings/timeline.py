@@ -17,6 +17,9 @@ VARIANCE_CV, VARIANCE_MIN_US = 0.5, 5.0
 VARIANCE_SHARE = 0.01  # of a step: a kernel under it varies unseen in the step's time
 EMPTY_DELAY_US, EMPTY_SHARE = 2.0, 0.8  # launched kernels start at once: nothing queued
 FULL_DELAY_US = 50.0
+QUEUE_FULL_MAX_HOST_WAIT = 0.2  # of the window: more, and the queue was not full throughout
+# Fusion or CUDA-graph advice wants kernels to merge: a step of a handful has little to gain.
+ADVICE_MIN_KERNELS = 10
 
 
 def cold_start(ctx: FindingContext):
@@ -92,17 +95,25 @@ def gpu_queue(ctx: FindingContext):
     share_now = sum(d <= EMPTY_DELAY_US for d in delays) / len(delays)
     busy = 1.0 - ctx.metric("idle_frac")
     evidence = {"median_launch_delay_us": median, "started_at_once": share_now, "busy_frac": busy}
+    # "The queue stays full" only where the device did not also wait long for the host.
+    host_wait = found.bound.parts.get("host wait", 0.0)
     if median >= FULL_DELAY_US and found.bound.side == DEVICE and (
-            found.bound.code != Code.DEVICE_WAIT):
+            found.bound.code != Code.DEVICE_WAIT) and (
+            host_wait < QUEUE_FULL_MAX_HOST_WAIT * found.bound.window_us):
         yield Finding(Code.QUEUE_FULL, Severity.INFO,
                       f"the GPU queue stays full: kernels wait a median {median:.0f} us after "
                       "their launch returns; the host runs ahead, launch overhead is hidden",
                       evidence)
     elif share_now >= EMPTY_SHARE and found.bound.code == Code.OVERHEAD_BOUND:
+        per_step = len(delays) / max(1, len(ctx.profile.steps))
+        advice = ("fewer, larger kernels (fusion, CUDA graphs) would help"
+                  if per_step >= ADVICE_MIN_KERNELS or ctx.row is not None else
+                  f"with {per_step:.3g} kernel(s) a step there is little to fuse: the host's own "
+                  "time (Python, dispatch) is what to cut")
         yield Finding(Code.QUEUE_EMPTY, Severity.NOTICE,
                       f"launch-bound: {share_now:.0%} of kernels start as soon as they are "
                       f"launched and the GPU is busy {busy:.0%} of the time: it waits for the "
-                      "host; fewer, larger kernels (fusion, CUDA graphs) would help", evidence)
+                      f"host; {advice}", evidence)
 
 
 def _short(name: str, limit: int = 60) -> str:
