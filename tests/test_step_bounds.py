@@ -355,6 +355,6 @@ def test_windows_never_overlap_and_work_from_before_the_trace_stays_out(tmp_path
 def test_a_fragment_says_its_verdict_rests_on_little(tmp_path):
     found = findings(profile(gpu_trace(steps=2, kernel_us=2.0), tmp_path))  # 30-odd events
     said = found[Code.OVERHEAD_BOUND].statement
-    assert said.endswith("events, a fragment]") and "[low confidence: " in said
+    assert said.endswith("activities in the trace, a fragment]") and "[low confidence: " in said
     big = findings(profile(gpu_trace(steps=40, kernel_us=2.0), tmp_path, "big.json"))
     assert "low confidence" not in big[Code.OVERHEAD_BOUND].statement

@@ -129,7 +129,8 @@ def thin_evidence(ctx: FindingContext) -> str:
     trace = analysis.trace
     kept = len(trace.cpu_ops) + len(trace.annotations) + len(trace.runtime) + len(device)
     if kept < THIN_EVENTS:  # what was read, exact copies and bad events aside
-        return f"the trace holds {kept} events, a fragment"
+        return (f"only {kept} ops, ranges, runtime calls and activities in the trace, "
+                "a fragment")
     return ""
 
 
