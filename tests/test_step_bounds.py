@@ -358,3 +358,19 @@ def test_a_fragment_says_its_verdict_rests_on_little(tmp_path):
     assert said.endswith("activities in the trace, a fragment]") and "[low confidence: " in said
     big = findings(profile(gpu_trace(steps=40, kernel_us=2.0), tmp_path, "big.json"))
     assert "low confidence" not in big[Code.OVERHEAD_BOUND].statement
+
+
+def test_python_frames_of_the_programs_own_work_are_host_code_by_their_names(tmp_path):
+    # with_stack: a 7 ms preprocessing frame launches nothing while the device waits; the
+    # model's frame holds the launches (launch and dispatch, not host code); short frames are
+    # not kept.
+    def frames(step, t0):
+        return [event("video.py(120): preprocess", "python_function", t0 + 5_000, 6_900),
+                event("model.py(10): forward", "python_function", t0 + 0.5, 4_000),
+                event("utils.py(3): tiny", "python_function", t0 + 11_950, 20)]
+    prof = profile(gpu_trace(host_us=12_000, kernel_us=5.0, extra=frames), tmp_path)
+    assert {e.name for e in prof.analysis.trace.python_ranges} == {
+        "video.py(120): preprocess", "model.py(10): forward"}
+    found = findings(prof)
+    said = found[Code.HOST_CODE_BOUND].statement
+    assert "video.py(120): preprocess" in said and "forward" not in said, said

@@ -12,8 +12,10 @@ A100 AlexNet fixture, with none, keeps 3x more events per MB), each copy one `Pr
 with its timestamps shifted past the previous copy and its correlation, External and flow ids
 offset so copies stay distinct. Events are written one per line without indentation (denser
 than Kineto's own layout: more events per MB, so a harder test), as a stream in bounded memory.
-Then it runs the analysis in a subprocess and prints its wall time and peak RSS (the child's
-own, from wait4). The machine may be shared and noisy: use --repeat.
+Then it runs the analysis in a subprocess and prints its wall time (interpreter start-up
+included), its peak RSS (the child's own, from wait4) and which JSON decoder read the trace
+(events.DECODER: msgspec, or json where msgspec is not installed, which reads ~1.5x slower).
+The machine may be shared and noisy: use --repeat.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from suites.traces.events import iter_raw_events
+from suites.traces.events import DECODER, iter_raw_events
 
 _REPO = Path(__file__).resolve().parents[2]
 # The repo's copy where it has one (a user's clone has no /work/shared).
@@ -134,7 +136,8 @@ def main(argv=None) -> None:
             found = re.search(r"\((\d+) events", text)  # analyze's first line says how many
             ok = "ok" if wall < TARGET_S and rss < TARGET_MB else "OVER TARGET"
             print(f"analyze {path.name} ({path.stat().st_size / 1e6:.0f} MB, "
-                  f"{found.group(1) if found else '?'} events): {wall:.1f} s wall, {rss:.0f} MB "
+                  f"{found.group(1) if found else '?'} events, read with {DECODER}): "
+                  f"{wall:.1f} s wall, {rss:.0f} MB "
                   f"peak RSS (targets {TARGET_S:.0f} s, {TARGET_MB:.0f} MB: {ok})", flush=True)
 
 
