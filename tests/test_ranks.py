@@ -71,6 +71,10 @@ def test_the_findings_name_the_skew_and_the_verdicts_that_differ(skewed):
                for line in lines)
     differ = next(line for line in lines if line.startswith("verdicts differ"))
     assert "rank 2 host-bound (CPU compute)" in differ, differ
+    # Each waiting rank's own verdict is told what its time in collectives was.
+    for r in ranks[:2]:
+        assert "is waiting for rank 2: skew, not communication]" in across.waiting_note(r, steps)
+    assert across.waiting_note(ranks[2], steps) == ""
 
 
 def test_ranks_come_from_the_traces_not_the_file_order(skewed):

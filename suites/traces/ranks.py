@@ -157,6 +157,21 @@ def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
     return rows
 
 
+def waiting_note(rank: Rank, steps: list[StepAcross]) -> str:
+    """For a rank whose time in collectives is mostly waiting for another: how much, for whom.
+    Its own verdict reads that wait as communication; this says what it is."""
+    matched = [s for s in steps if rank.rank in s.wait_us]
+    if not matched:
+        return ""
+    wait = statistics.fmean(s.wait_us[rank.rank] for s in matched)
+    total = statistics.fmean(s.collective_us[rank.rank] for s in matched)
+    if wait <= 0.5 * total or wait <= 0:
+        return ""
+    slowest = Counter(s.slowest for s in matched).most_common(1)[0][0]
+    return (f" [of its {_ms(total)} a step in collectives, {_ms(wait)} is waiting for rank "
+            f"{slowest}: skew, not communication]")
+
+
 def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
     """What the ranks say together, in words."""
     if not steps:
