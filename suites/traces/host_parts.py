@@ -120,8 +120,8 @@ def _host_code(trace: Trace) -> list[Event]:
     """The program's own named ranges (record_function) that launch nothing on the device:
     host work of its own (preprocessing, tokenising), not the profiler's steps, a DataLoader
     or a collective, and not a range around a model's launches ("forward": its host time is
-    launch and dispatch). Python frames (with_stack) count where they are long enough to be kept
-(events.PYTHON_RANGE_MIN_US)."""
+    launch and dispatch). Python frames (with_stack) count where they are long enough to be
+    kept (events.PYTHON_RANGE_MIN_US)."""
     launches = sorted(c.ts for c in trace.runtime if is_launch_api(c.name))
     out = []
     for e in trace.annotations + trace.python_ranges:
