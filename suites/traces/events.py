@@ -2,39 +2,27 @@
 
 Traces of real training jobs run to 1 GB; `json.load` of one holds the whole document as Python
 objects (several times the file size). Here the `traceEvents` array is decoded from a sliding
-text window, a run of events at a time by one call of a C decoder, and only the fields the
-analysis uses are kept, in slotted objects with shared (interned) names, categories and thread
-ids: about 220 bytes per kept event. `python -m suites.tools.trace_speed` measures it.
-
-The decoder is msgspec's where it is installed (DECODER says which): it decodes each event into
-a struct of the eight fields read here and skips the other fields' values without making objects
-of them, 2-3x faster than `json` (~5 s per GB here, a third of the reading time: making the kept
-events, sorting them and dropping copies is the rest). `json` reads what msgspec rejects (NaN,
-Infinity, 1e400), and everything where msgspec is not installed: reading then takes ~1.5x as
-long. Every event is decoded, python_function ones included: skipping them by their text would
-let malformed JSON in them pass unnoticed, and checking their text with a regular expression is
-slower than decoding it.
+text window, a run of events at a time by one call of a C decoder (trace_text.py: msgspec's,
+else json's), and only the fields the analysis uses are kept, in slotted objects with shared
+(interned) names, categories and thread ids: about 220 bytes per kept event. `python -m
+suites.tools.trace_speed` measures it. Decoding is a third of the reading time (~5 s per GB
+with msgspec); making the kept events, sorting them and dropping copies is the rest. Without
+msgspec, reading takes ~1.5x as long. Every event is decoded, python_function ones included:
+skipping them by their text would let malformed JSON in them pass unnoticed, and checking their
+text with a regular expression is slower than decoding it.
 """
 from __future__ import annotations
 
 import gc
-import gzip
-import json
 import math
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import SimpleNamespace
-from typing import IO, Any, Callable, Iterator
 
-try:
-    import msgspec
-except ImportError:  # requirements.txt installs it; without it, traces read ~1.5x slower
-    msgspec = None
-
-from suites.common.errors import InputError
 from suites.traces.event_args import GEMM_OPS, event_info
+# Read here, and by whoever reads a trace's raw events or its errors:
+from suites.traces.trace_text import (DECODER, JsonEvent, RawEvent, TraceFormatError,  # noqa: F401
+                                     decode_events, iter_raw_events, raw_batches)
 
 # Device-side activities: what "kernels per call" counts on a GPU.
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -62,8 +50,6 @@ PYTHON_RANGE_MIN_US = 1000.0
 _CATEGORY_ALIASES = {"memcpy": "gpu_memcpy", "memset": "gpu_memset", "runtime": "cuda_runtime",
                      "driver": "cuda_driver"}
 
-_CHUNK_CHARS = 1 << 20
-_WS = " \t\r\n"
 _ARGS_NOT_OBJECT = "args not an object (kept without them)"
 _NOT_AN_OBJECT = "not a JSON object (a number, string, list or null in traceEvents)"
 # A complete event cannot outlast the trace it is in. The trace's span is taken from its events'
@@ -77,53 +63,6 @@ _OVERLONG = (f"a duration longer than the trace (over {_OVERLONG_FACTOR} times t
              "events' start times)")
 # What _number() accepts, as exact types (the decoder makes no subclasses): bool is not a number.
 _NUMBER_TYPES = frozenset({int, float})
-
-DECODER = "json" if msgspec is None else "msgspec"  # what reads traces here
-_json_list = json.JSONDecoder().decode
-
-
-class _JsonEvent(SimpleNamespace):
-    """An event that json decoded (a dict), its keys as attributes, as _read_events reads them:
-    the ones it reads default to what dict.get gives. Made by one C call, _JsonEvent(**raw), in a
-    third of the time of eight dict.get calls: without msgspec, reading is as fast as it was."""
-    ph = ts = dur = pid = tid = args = None
-    cat = name = ""
-
-
-if msgspec is None:
-    _RawEvent = _JsonEvent  # for _read_events's type test; json's dicts become these there
-    _decode_events = _decode_values = _json_list
-else:
-    class _RawEvent(msgspec.Struct, gc=False):  # never in a cycle: the collector can skip them
-        """The fields of an event that _read_events reads, each of any type (one of a wrong
-        type is counted there, not a decode error), as in _JsonEvent where missing."""
-        ph: Any = None
-        cat: Any = ""
-        name: Any = ""
-        ts: Any = None
-        dur: Any = None
-        pid: Any = None
-        tid: Any = None
-        args: Any = None
-
-    def _with_json_fallback(decoder) -> Callable[[str], list]:
-        def decode(text: str) -> list:
-            try:
-                return decoder.decode(text)
-            except (msgspec.DecodeError, ValueError):  # NaN, Infinity, 1e400: json reads them
-                return _json_list(text)  # (and raises, where the text is malformed)
-        return decode
-
-    # An entry that is not an object is any other JSON value: counted, not a decode error.
-    _decode_events = _with_json_fallback(msgspec.json.Decoder(
-        list[_RawEvent | int | float | str | bool | None | list]))
-    _decode_values = _with_json_fallback(msgspec.json.Decoder())
-
-
-class TraceFormatError(InputError):
-    """The file is not a readable Chrome trace (a bad input file, not a bad configuration); the
-    message says where and why."""
-
 
 class Event:
     """One complete ('X') event, reduced to what the analysis reads."""
@@ -175,185 +114,6 @@ class Trace:
     # category -> complete events of a category the analysis does not read (python_function,
     # cuda_profiler_range, another accelerator's activities...): reported, never silently lost
     other_categories: dict = field(default_factory=dict)
-
-
-def _open_text(path: Path) -> IO[str]:
-    with open(path, "rb") as raw:
-        magic = raw.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, "r", encoding="utf-8", errors="replace")
-
-
-def _last_boundary(buf: str, lo: int, hi: int) -> int | None:
-    """The end of the last `}` in buf[lo:hi] that is followed by `,` and `{` (whitespace
-    between them allowed): between two events, almost always (see _Reader.batch)."""
-    brace = buf.rfind("{", lo + 1, hi)
-    while brace > lo:
-        i = brace - 1
-        while i > lo and buf[i] in _WS:
-            i -= 1
-        if buf[i] == "," and i > lo:
-            i -= 1
-            while i > lo and buf[i] in _WS:
-                i -= 1
-            if buf[i] == "}":
-                return i + 1
-        brace = buf.rfind("{", lo + 1, brace)
-    return None
-
-
-class _Reader:
-    """A sliding window over the text, with C JSON decoders on top: `decode_list` for runs of
-    array elements (batch), json's for one value at a time (value), whose errors say where."""
-
-    def __init__(self, stream: IO[str], name: str, decode_list: Callable[[str], list]):
-        self.stream, self.name, self.decode_list = stream, name, decode_list
-        self.buf, self.pos, self.eof, self.consumed = "", 0, False, 0
-        self.decoder = json.JSONDecoder()
-
-    def fill(self) -> bool:
-        if self.eof:
-            return False
-        try:
-            chunk = self.stream.read(_CHUNK_CHARS)
-        except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
-            raise TraceFormatError(f"{self.name}: cannot read the file: {exc}") from None
-        if not chunk:
-            self.eof = True
-            return False
-        # Drop what was read once it is half the window: each character is copied O(1) times.
-        if self.pos > len(self.buf) // 2:
-            self.consumed += self.pos
-            self.buf, self.pos = self.buf[self.pos:], 0
-        self.buf += chunk
-        return True
-
-    def peek(self) -> str:
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
-                self.pos += 1
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self.fill():
-                return ""
-
-    def expect(self, chars: str) -> str:
-        char = self.peek()
-        if not char or char not in chars:
-            found = repr(char) if char else "end of file"
-            raise TraceFormatError(f"{self.name}: expected one of {chars!r} at character "
-                                   f"{self.consumed + self.pos}, found {found}")
-        self.pos += 1
-        return char
-
-    def value(self):
-        self.peek()
-        # Keep a margin after the value so a number is never cut at the end of the window.
-        while len(self.buf) - self.pos < _CHUNK_CHARS and self.fill():
-            pass
-        while True:
-            try:
-                value, end = self.decoder.raw_decode(self.buf, self.pos)
-            except RecursionError:
-                raise TraceFormatError(f"{self.name}: a value nested too deeply to read at "
-                                       f"character {self.consumed + self.pos}") from None
-            except json.JSONDecodeError as exc:
-                if self.fill():
-                    continue
-                raise TraceFormatError(f"{self.name}: invalid JSON at character "
-                                       f"{self.consumed + exc.pos}: {exc.msg}") from None
-            self.pos = end
-            return value
-
-    def batch(self) -> tuple[list | None, int]:
-        """(the array elements from here up to an event boundary near the end of the window,
-        decoded by one call of decode_list, 0) or, where that fails, (None, the absolute
-        position up to which the caller decodes one element at a time). One decoder call per
-        element costs a Python round trip per event: 7-25% of the reading time.
-
-        The text from an element's start to a `}` that is followed by `, {` decodes as a list
-        only if that `}` ends an element: one inside an element (in a string, or in a list of
-        objects in args) leaves a string or an object open. So a wrong cut never goes unnoticed,
-        and a stretch that does not decode, malformed JSON included, is read one element at a
-        time as before, which raises the same errors at the same characters."""
-        self.peek()
-        while len(self.buf) - self.pos < _CHUNK_CHARS and self.fill():
-            pass
-        buf, start, hi = self.buf, self.pos, len(self.buf)
-        for _ in range(3):  # `}, {` in a list of objects in args: try an earlier boundary
-            cut = _last_boundary(buf, start, hi)
-            if cut is None:
-                break
-            try:
-                values = self.decode_list("[" + buf[start:cut] + "]")
-            except (ValueError, RecursionError):
-                hi = cut - 1
-                continue
-            self.pos = cut
-            return values, 0
-        return None, self.consumed + len(buf)
-
-
-def _array_batches(reader: _Reader) -> Iterator[list]:
-    """The elements of the array at the reader, in lists."""
-    reader.expect("[")
-    if reader.peek() == "]":
-        reader.pos += 1
-        return
-    slow_until = 0  # before this absolute position, one element at a time
-    while True:
-        batch = None
-        if reader.consumed + reader.pos >= slow_until:
-            batch, slow_until = reader.batch()
-        yield batch if batch is not None else [reader.value()]
-        if reader.expect(",]") == "]":
-            return
-        if reader.peek() == "]":  # a trailing comma, as some writers leave
-            reader.pos += 1
-            return
-
-
-def _raw_batches(path, meta: dict | None, decode_list: Callable[[str], list]) -> Iterator[list]:
-    path = Path(path)
-    if path.is_dir():
-        raise TraceFormatError(f"{path}: a directory, not a trace file")
-    if not path.is_file():
-        raise TraceFormatError(f"{path}: no such file")
-    with _open_text(path) as stream:
-        reader = _Reader(stream, str(path), decode_list)
-        first = reader.peek()
-        if not first:
-            raise TraceFormatError(f"{path}: the file is empty")
-        if first == "[":  # the bare-array form of the Chrome trace format
-            yield from _array_batches(reader)
-            return
-        reader.expect("{")
-        found = False
-        while reader.peek() != "}":
-            key = reader.value()
-            if not isinstance(key, str):
-                raise TraceFormatError(f"{path}: expected a key at character "
-                                       f"{reader.consumed + reader.pos}")
-            reader.expect(":")
-            if key == "traceEvents":
-                found = True
-                yield from _array_batches(reader)
-            else:
-                value = reader.value()
-                if meta is not None:
-                    meta[key] = value
-            if reader.expect(",}") == "}":
-                break
-        if not found:
-            raise TraceFormatError(f"{path}: no traceEvents array: not a Chrome trace")
-
-
-def iter_raw_events(path, meta: dict | None = None) -> Iterator:
-    """Every entry of `traceEvents` (a dict, if the trace is well formed); other top-level keys
-    go into `meta`."""
-    for batch in _raw_batches(path, meta, _decode_values):
-        yield from batch
 
 
 def _number(value):
@@ -448,14 +208,14 @@ def _read_events(path, trace: Trace) -> None:
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
     device, skipped_device = trace.device, trace.skipped_device
     isfinite, numbers = math.isfinite, _NUMBER_TYPES
-    for batch in _raw_batches(path, trace.meta, _decode_events):
+    for batch in raw_batches(path, trace.meta, decode_events):
         trace.n_events += len(batch)
         # This loop runs once per event (millions): hence local names and no helper calls on
         # the common path; where a value has an unusual type, the general code decides.
         for raw in batch:
             if type(raw) is dict:  # decoded by json: see DECODER
-                raw = _JsonEvent(**raw)
-            elif type(raw) is not _RawEvent:
+                raw = JsonEvent(**raw)
+            elif type(raw) is not RawEvent:
                 skipped[_NOT_AN_OBJECT] = skipped.get(_NOT_AN_OBJECT, 0) + 1  # said, never lost
                 continue
             if raw.ph != "X":

@@ -25,7 +25,9 @@ from pathlib import Path
 
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import on_gpu
-from suites.traces.findings.step_bound import PrimaryBound, primary_bound
+from suites.traces.findings import FindingContext
+from suites.traces.findings.bounds import profile_bound
+from suites.traces.findings.step_bound import PrimaryBound, duration
 from suites.traces.gpu_timeline import Intervals, kind, union
 from suites.traces.op_kinds import is_cpu_collective
 
@@ -123,17 +125,14 @@ def load(profiles: list[tuple[Path, CallProfile]]) -> list[Rank]:
     ranks = []
     for i, (path, profile) in enumerate(profiles):
         rank, backend = rank_of(profile, i)
-        ranks.append(Rank(rank, path, profile, primary_bound(profile.steps,
-                                                              profile.analysis.mode), backend))
+        # The profile's memo: the findings run on it next reuse this bound.
+        ranks.append(Rank(rank, path, profile, profile_bound(FindingContext(profile=profile)),
+                          backend))
     seen = Counter(r.rank for r in ranks)
     if any(n > 1 for n in seen.values()):  # two files claim one rank: number them by order
         for i, r in enumerate(ranks):
             r.rank = i
     return sorted(ranks, key=lambda r: r.rank)
-
-
-def _ms(us: float) -> str:
-    return f"{us / 1e3:.3g} ms"
 
 
 def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
@@ -168,7 +167,7 @@ def waiting_note(rank: Rank, steps: list[StepAcross]) -> str:
     if wait <= 0.5 * total or wait <= 0:
         return ""
     slowest = Counter(s.slowest for s in matched).most_common(1)[0][0]
-    return (f" [of its {_ms(total)} a step in collectives, {_ms(wait)} is waiting for rank "
+    return (f" [of its {duration(total)} a step in collectives, {duration(wait)} is waiting for rank "
             f"{slowest}: skew, not communication]")
 
 
@@ -189,9 +188,9 @@ def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
         step = statistics.fmean(statistics.fmean(s.window_us[r] for r in others)
                                 for s in matched)
         pure = statistics.fmean(s.pure_us for s in matched)
-        lines.append(f"skew: the other ranks waited {_ms(wait)} a step in collectives for the "
+        lines.append(f"skew: the other ranks waited {duration(wait)} a step in collectives for the "
                      f"slowest ({wait / step:.0%} of their step); the communication itself took "
-                     f"{_ms(pure)} a step")
+                     f"{duration(pure)} a step")
         if wait > pure:
             lines.append(f"the time in collectives is mostly waiting for rank {top}, not "
                          "communication: balance the ranks' work (or find what slows that "

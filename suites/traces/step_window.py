@@ -25,8 +25,9 @@ The idle rest is split by what was queued:
 An activity counts as launched when its launch call (an asynchronous launch, op_kinds.LAUNCH_APIS)
 returned and the trace's own launch latency passed (launch_latency: the median wait of launches
 onto an idle device; the launch path's time, not a queue), or when it started if that was
-earlier (the call's own time is host work, not a queue); any other call that starts device work (a blocking copy such as hipMemcpyWithStream)
-launched it when the call began, and the device idle before it was waiting on something else.
+earlier (the call's own time is host work, not a queue); any other call that starts device
+work (a blocking copy such as hipMemcpyWithStream) launched it when the call began, and the
+device idle before it was waiting on something else.
 """
 from __future__ import annotations
 

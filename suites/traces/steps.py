@@ -314,8 +314,8 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
 
 def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event],
                          flush: Event | None = None) -> tuple[float, list[Event]]:
-    """(launch us, the blocking calls) of a step's runtime calls. A synchronize call blocks; so does a
-    copy call that returned only after its own copy had finished (a DtoH copy waits for the
+    """(launch us, the blocking calls) of a step's runtime calls. A synchronize call blocks; so
+    does a copy call that returned only after its own copy had finished (a DtoH copy waits for the
     stream's earlier kernels: 146 ms of `cudaMemcpyAsync` for 704 bytes is waiting, not launch
     overhead). Each correlation id counts once (a runtime call and its driver call share one).
     One-time set-up calls (`init`, host_parts.py) are neither, nor is the profiler's flush

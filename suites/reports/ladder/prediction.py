@@ -125,8 +125,9 @@ def prediction_table(collection) -> pd.DataFrame | None:
     if not out:
         return None
     frame = pd.DataFrame(out)
+    # Every row noisy: the columns still exist.
     for column in ("time_ratio", "time_ratio_low", "time_ratio_high", "saved_us_per_step",
-                   "saved_low", "saved_high", "trace_over_alone", "saved_alone_us"):  # every row noisy: the columns still exist
+                   "saved_low", "saved_high", "trace_over_alone", "saved_alone_us"):
         if column not in frame:
             frame[column] = math.nan
     if "reading" not in frame:

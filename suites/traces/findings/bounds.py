@@ -124,8 +124,8 @@ def thin_evidence(ctx: FindingContext) -> str:
     analysis = ctx.profile.analysis
     device = analysis.trace.device
     if device and analysis.unlinked_device > THIN_UNLINKED_SHARE * len(device):
-        return (f"{analysis.unlinked_device} of {len(device)} device activities have no launch in the "
-                "trace, so why the device waited is partly guessed")
+        return (f"{analysis.unlinked_device} of {len(device)} device activities have no launch "
+                "in the trace, so why the device waited is partly guessed")
     trace = analysis.trace
     kept = len(trace.cpu_ops) + len(trace.annotations) + len(trace.runtime) + len(device)
     if kept < THIN_EVENTS:  # what was read, exact copies and bad events aside

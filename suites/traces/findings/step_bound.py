@@ -107,11 +107,6 @@ def _largest_cause(causes: dict) -> str:
     return max(HOST_CAUSES, key=lambda k: causes.get(k, 0.0))
 
 
-def _host_wait_words(causes: dict) -> str:
-    cause = _largest_cause(causes)
-    return f"host wait ({cause})"
-
-
 def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     if mode == HOST_ONLY:
         return None
@@ -143,7 +138,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     ranked = sorted(contest, key=lambda k: -contest[k])
     top = ranked[0]
     runner = next((k for k in ranked[1:] if contest[k] > 0), "")
-    runner_words = _host_wait_words(causes) if runner == "host wait" else runner
+    runner_words = f"host wait ({_largest_cause(causes)})" if runner == "host wait" else runner
     runner_us = contest[runner] if runner else 0.0
     if top == "host wait":
         kind = _largest_cause(causes)

@@ -1,0 +1,251 @@
+"""The text of a Chrome trace (.json or .json.gz) decoded a run of events at a time: a sliding
+window over the file, with msgspec's decoder where it is installed (DECODER says which) and
+json's otherwise, and for what msgspec rejects (NaN, Infinity, 1e400). events.py makes the kept
+events of what this yields.
+
+msgspec decodes each event into a struct of the eight fields events.py reads (RawEvent) and
+skips the other fields' values without making objects of them, 2-3x faster than `json` (~5 s per
+GB here). Malformed text is read one value at a time by json, whose errors say where.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import IO, Any, Callable, Iterator
+
+try:
+    import msgspec
+except ImportError:  # requirements.txt installs it; without it, traces read ~1.5x slower
+    msgspec = None
+
+from suites.common.errors import InputError
+
+_CHUNK_CHARS = 1 << 20
+_WS = " \t\r\n"
+
+DECODER = "json" if msgspec is None else "msgspec"  # what reads traces here
+_json_list = json.JSONDecoder().decode
+
+
+class JsonEvent(SimpleNamespace):
+    """An event that json decoded (a dict), its keys as attributes, as events.py reads them:
+    the ones it reads default to what dict.get gives. Made by one C call, JsonEvent(**raw), in a
+    third of the time of eight dict.get calls: without msgspec, reading is as fast as it was."""
+    ph = ts = dur = pid = tid = args = None
+    cat = name = ""
+
+
+if msgspec is None:
+    RawEvent = JsonEvent  # for events.py's type test; json's dicts become these there
+    decode_events = decode_values = _json_list
+else:
+    class RawEvent(msgspec.Struct, gc=False):  # never in a cycle: the collector can skip them
+        """The fields of an event that events.py reads, each of any type (one of a wrong
+        type is counted there, not a decode error), as in JsonEvent where missing."""
+        ph: Any = None
+        cat: Any = ""
+        name: Any = ""
+        ts: Any = None
+        dur: Any = None
+        pid: Any = None
+        tid: Any = None
+        args: Any = None
+
+    def _with_json_fallback(decoder) -> Callable[[str], list]:
+        def decode(text: str) -> list:
+            try:
+                return decoder.decode(text)
+            except (msgspec.DecodeError, ValueError):  # NaN, Infinity, 1e400: json reads them
+                return _json_list(text)  # (and raises, where the text is malformed)
+        return decode
+
+    # An entry that is not an object is any other JSON value: counted, not a decode error.
+    decode_events = _with_json_fallback(msgspec.json.Decoder(
+        list[RawEvent | int | float | str | bool | None | list]))
+    decode_values = _with_json_fallback(msgspec.json.Decoder())
+
+
+class TraceFormatError(InputError):
+    """The file is not a readable Chrome trace (a bad input file, not a bad configuration); the
+    message says where and why."""
+
+
+def _open_text(path: Path) -> IO[str]:
+    with open(path, "rb") as raw:
+        magic = raw.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, "r", encoding="utf-8", errors="replace")
+
+
+def _last_boundary(buf: str, lo: int, hi: int) -> int | None:
+    """The end of the last `}` in buf[lo:hi] that is followed by `,` and `{` (whitespace
+    between them allowed): between two events, almost always (see _Reader.batch)."""
+    brace = buf.rfind("{", lo + 1, hi)
+    while brace > lo:
+        i = brace - 1
+        while i > lo and buf[i] in _WS:
+            i -= 1
+        if buf[i] == "," and i > lo:
+            i -= 1
+            while i > lo and buf[i] in _WS:
+                i -= 1
+            if buf[i] == "}":
+                return i + 1
+        brace = buf.rfind("{", lo + 1, brace)
+    return None
+
+
+class _Reader:
+    """A sliding window over the text, with C JSON decoders on top: `decode_list` for runs of
+    array elements (batch), json's for one value at a time (value), whose errors say where."""
+
+    def __init__(self, stream: IO[str], name: str, decode_list: Callable[[str], list]):
+        self.stream, self.name, self.decode_list = stream, name, decode_list
+        self.buf, self.pos, self.eof, self.consumed = "", 0, False, 0
+        self.decoder = json.JSONDecoder()
+
+    def fill(self) -> bool:
+        if self.eof:
+            return False
+        try:
+            chunk = self.stream.read(_CHUNK_CHARS)
+        except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
+            raise TraceFormatError(f"{self.name}: cannot read the file: {exc}") from None
+        if not chunk:
+            self.eof = True
+            return False
+        # Drop what was read once it is half the window: each character is copied O(1) times.
+        if self.pos > len(self.buf) // 2:
+            self.consumed += self.pos
+            self.buf, self.pos = self.buf[self.pos:], 0
+        self.buf += chunk
+        return True
+
+    def peek(self) -> str:
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.fill():
+                return ""
+
+    def expect(self, chars: str) -> str:
+        char = self.peek()
+        if not char or char not in chars:
+            found = repr(char) if char else "end of file"
+            raise TraceFormatError(f"{self.name}: expected one of {chars!r} at character "
+                                   f"{self.consumed + self.pos}, found {found}")
+        self.pos += 1
+        return char
+
+    def value(self):
+        self.peek()
+        # Keep a margin after the value so a number is never cut at the end of the window.
+        while len(self.buf) - self.pos < _CHUNK_CHARS and self.fill():
+            pass
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                raise TraceFormatError(f"{self.name}: a value nested too deeply to read at "
+                                       f"character {self.consumed + self.pos}") from None
+            except json.JSONDecodeError as exc:
+                if self.fill():
+                    continue
+                raise TraceFormatError(f"{self.name}: invalid JSON at character "
+                                       f"{self.consumed + exc.pos}: {exc.msg}") from None
+            self.pos = end
+            return value
+
+    def batch(self) -> tuple[list | None, int]:
+        """(the array elements from here up to an event boundary near the end of the window,
+        decoded by one call of decode_list, 0) or, where that fails, (None, the absolute
+        position up to which the caller decodes one element at a time). One decoder call per
+        element costs a Python round trip per event: 7-25% of the reading time.
+
+        The text from an element's start to a `}` that is followed by `, {` decodes as a list
+        only if that `}` ends an element: one inside an element (in a string, or in a list of
+        objects in args) leaves a string or an object open. So a wrong cut never goes unnoticed,
+        and a stretch that does not decode, malformed JSON included, is read one element at a
+        time as before, which raises the same errors at the same characters."""
+        self.peek()
+        while len(self.buf) - self.pos < _CHUNK_CHARS and self.fill():
+            pass
+        buf, start, hi = self.buf, self.pos, len(self.buf)
+        for _ in range(3):  # `}, {` in a list of objects in args: try an earlier boundary
+            cut = _last_boundary(buf, start, hi)
+            if cut is None:
+                break
+            try:
+                values = self.decode_list("[" + buf[start:cut] + "]")
+            except (ValueError, RecursionError):
+                hi = cut - 1
+                continue
+            self.pos = cut
+            return values, 0
+        return None, self.consumed + len(buf)
+
+
+def _array_batches(reader: _Reader) -> Iterator[list]:
+    """The elements of the array at the reader, in lists."""
+    reader.expect("[")
+    if reader.peek() == "]":
+        reader.pos += 1
+        return
+    slow_until = 0  # before this absolute position, one element at a time
+    while True:
+        batch = None
+        if reader.consumed + reader.pos >= slow_until:
+            batch, slow_until = reader.batch()
+        yield batch if batch is not None else [reader.value()]
+        if reader.expect(",]") == "]":
+            return
+        if reader.peek() == "]":  # a trailing comma, as some writers leave
+            reader.pos += 1
+            return
+
+
+def raw_batches(path, meta: dict | None, decode_list: Callable[[str], list]) -> Iterator[list]:
+    path = Path(path)
+    if path.is_dir():
+        raise TraceFormatError(f"{path}: a directory, not a trace file")
+    if not path.is_file():
+        raise TraceFormatError(f"{path}: no such file")
+    with _open_text(path) as stream:
+        reader = _Reader(stream, str(path), decode_list)
+        first = reader.peek()
+        if not first:
+            raise TraceFormatError(f"{path}: the file is empty")
+        if first == "[":  # the bare-array form of the Chrome trace format
+            yield from _array_batches(reader)
+            return
+        reader.expect("{")
+        found = False
+        while reader.peek() != "}":
+            key = reader.value()
+            if not isinstance(key, str):
+                raise TraceFormatError(f"{path}: expected a key at character "
+                                       f"{reader.consumed + reader.pos}")
+            reader.expect(":")
+            if key == "traceEvents":
+                found = True
+                yield from _array_batches(reader)
+            else:
+                value = reader.value()
+                if meta is not None:
+                    meta[key] = value
+            if reader.expect(",}") == "}":
+                break
+        if not found:
+            raise TraceFormatError(f"{path}: no traceEvents array: not a Chrome trace")
+
+
+def iter_raw_events(path, meta: dict | None = None) -> Iterator:
+    """Every entry of `traceEvents` (a dict, if the trace is well formed); other top-level keys
+    go into `meta`."""
+    for batch in raw_batches(path, meta, decode_values):
+        yield from batch
