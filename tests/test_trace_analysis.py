@@ -148,6 +148,37 @@ def test_truncated_gzip_is_a_format_error(tmp_path):
         read_trace(path)
 
 
+_DIGEST = """
+import sys
+from suites.traces.events import DECODER, read_trace
+t = read_trace(sys.argv[1])
+lists = ("cpu_ops", "annotations", "runtime", "device", "python_ranges")
+print(DECODER, {n: [(e.name, e.ts, e.dur, e.corr, e.ext, e.nbytes, e.info)
+                    for e in getattr(t, n)] for n in lists}, sorted(t.skipped.items()))
+"""
+
+
+@pytest.mark.parametrize("nan", [False, True])
+def test_json_reads_what_msgspec_reads(tmp_path, nan):
+    """Without msgspec (json decodes), and where msgspec rejects a stretch (a NaN: json reads
+    it), every kept event is the same, its links, bytes, launch and GEMM shapes included."""
+    import subprocess
+    import sys
+    doc = load(ALEXNET_TRACE.parents[1] / "real_traces/h100_bert_small.json.gz")
+    if nan:
+        doc["traceEvents"][5].setdefault("args", {})["note"] = float("nan")
+    path = write(doc, tmp_path / "t.json")
+    runs = {}
+    for blocked in (False, True):
+        code = ("import sys; sys.modules['msgspec'] = None\n" if blocked else "") + _DIGEST
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                             text=True, check=True).stdout
+        decoder, _, digest = out.partition(" ")
+        runs[decoder] = digest
+    assert set(runs) == {"json", "msgspec"} and runs["json"] == runs["msgspec"]
+    assert "KernelLaunch(registers=" in runs["json"] and "(141, 512)" in runs["json"]
+
+
 def test_large_events_span_buffer_refills(tmp_path):
     # An event bigger than the reader's 1 MiB window must still decode.
     big = event("aten::add", "cpu_op", 0, 3, note="x" * (3 << 20))

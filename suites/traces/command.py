@@ -18,11 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-
 from kernels.names import DTYPE_NAMES
 from suites.common import cli
 from suites.common.errors import ConfigError
+from suites.common.text_table import text_table
 from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.findings.step_bound import step_bound
@@ -42,7 +41,7 @@ CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops"]
 DROPPED_WHEN_ZERO = ["data_loading_us", "host_collectives_us"]
 
 
-def step_frame(profile: CallProfile) -> pd.DataFrame:
+def step_rows(profile: CallProfile) -> list[dict]:
     """One row per step: its window, what the device and the host did in it, what bounds it
     (step_bound.py; the column keeps its name, verdict)."""
     mode = profile.analysis.mode
@@ -61,7 +60,7 @@ def step_frame(profile: CallProfile) -> pd.DataFrame:
             "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops,
             "verdict": f"{bound.side}: {bound.kind}" if bound else "-",
         })
-    return pd.DataFrame(rows)
+    return rows
 
 
 def timelines(trace, profile: CallProfile) -> list[dict]:
@@ -85,14 +84,14 @@ def timeline_lines(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     whole = rows[0]
-    frame = pd.DataFrame(rows).set_index("scope")[list(FIELDS)] / 1e3
-    frame.columns = [c.removesuffix("_us").replace("_", " ") + " ms" for c in FIELDS]
-    if len(frame) > MAX_STEPS_SHOWN:
-        frame = pd.concat([frame.head(MAX_STEPS_SHOWN // 2), frame.tail(MAX_STEPS_SHOWN // 2)])
+    shown = _first_and_last(rows)
+    in_ms = [{"scope": row["scope"], **{c: row[c] / 1e3 for c in FIELDS}} for row in shown]
+    columns = {"scope": "scope", **{c: c.removesuffix("_us").replace("_", " ") + " ms"
+                                    for c in FIELDS}}
     lines = ["", f"GPU timeline over {whole['activities']} device activities (TraceLens's "
                  f"definitions; busy {100 * whole['busy_us'] / whole['total_us']:.1f}% of "
                  f"{whole['total_us'] / 1e3:.4g} ms):",
-             frame.to_string(float_format=lambda v: f"{v:.4g}")]
+             text_table(in_ms, columns)]
     if whole["unlinked_activities"]:
         lines.append(f"{whole['unlinked_activities']} device activities have no launch event in "
                      "the trace (launched before the profiler started?): not in this timeline, "
@@ -138,21 +137,20 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
         lines += ["", f"GPU timeline: none: not one of the {len(trace.device)} device activities "
                       "has a launch event in the trace, and TraceLens's definitions count only "
                       "launched ones; the steps below count them by the time they ran"]
-    steps = step_frame(profile)
-    fmt = {"float_format": lambda v: f"{v:.4g}", "index": False, "na_rep": "-"}
-    shown = steps.drop(columns=CONSOLE_DROPS + [c for c in DROPPED_WHEN_ZERO
-                                                if not steps[c].fillna(0).any()])
-    if len(shown) > MAX_STEPS_SHOWN:  # a long training trace: the first steps and the last
-        half = MAX_STEPS_SHOWN // 2
-        shown = pd.concat([shown.head(half), shown.tail(half)])
+    steps = step_rows(profile)
+    dropped = set(CONSOLE_DROPS) | {c for c in DROPPED_WHEN_ZERO
+                                    if not any(_number_or_0(row[c]) for row in steps)}
+    if len(steps) > MAX_STEPS_SHOWN:  # a long training trace: the first steps and the last
         lines.append(f"showing {MAX_STEPS_SHOWN} of {len(steps)} steps (all of them with --csv)")
-    lines += ["", "per step (us):", shown.to_string(**fmt)]
+    lines += ["", "per step (us):", text_table(_first_and_last(steps),
+                                                 [c for c in steps[0] if c not in dropped])
+              if steps else "(no step)"]
     if len(steps) > 1:
         medians = profile.metrics()
         lines.append(f"median per step: host {medians['host_us']:.4g} us, device "
                      f"{medians['device_us']:.4g} us, {medians['n_kernels']:g} kernels, busy "
                      f"{1 - medians['idle_frac']:.0%}")
-    lines += kernel_tables(profile.kernel_rows(), top, fmt)
+    lines += kernel_tables(profile.kernel_rows(), top)
     lines += ["", "findings:"] + ([f"  [{f.severity}] {f.code}: {f.statement}" for f in findings]
                                    or ["  (none)"])
     return "\n".join(lines)
@@ -171,25 +169,36 @@ GEMM_COLUMNS = {"kernel": "GEMM kernel", "gemm_library": "library", "gemm_arch":
                 "gemm_tflops": "TFLOP/s"}
 
 
-def kernel_tables(rows: list[dict], top: int, fmt: dict) -> list[str]:
-    kernels = pd.DataFrame(rows).head(top)
-    if not len(kernels):
+def kernel_tables(rows: list[dict], top: int) -> list[str]:
+    kernels = [{**row, "kernel": str(row["kernel"])[:60]} for row in rows[:top]]
+    if not kernels:
         return []
-    kernels["kernel"] = kernels["kernel"].str.slice(0, 60)
-    is_gemm = kernels["gemm_library"].notna() if "gemm_library" in kernels else None
-    for name in kernels.columns:  # na_rep covers NaN, not a text column's None
-        if not pd.api.types.is_numeric_dtype(kernels[name]):
-            kernels[name] = kernels[name].fillna("-")
-    shown = kernels[[c for c in TIME_COLUMNS if c in kernels]].rename(columns=TIME_COLUMNS)
     lines = ["", f"top {len(kernels)} kernels (per step; est occ: the profiler's estimate, "
-                 "occ: theoretical):", shown.to_string(**fmt)]
-    if is_gemm is not None and is_gemm.any():
-        gemms = kernels[is_gemm][list(GEMM_COLUMNS)].rename(columns=GEMM_COLUMNS)
+                 "occ: theoretical):",
+             text_table(kernels, {k: v for k, v in TIME_COLUMNS.items() if k in kernels[0]})]
+    gemms = [row for row in kernels if row.get("gemm_library") is not None]
+    if gemms:
         lines += ["", "GEMM kernels among them (from their names; M x N x K from the op that "
-                      "launched each, where the trace recorded shapes):", gemms.to_string(**fmt)]
-    if any(is_attention(name) for name in kernels["kernel"]):
+                      "launched each, where the trace recorded shapes):",
+                  text_table(gemms, GEMM_COLUMNS)]
+    if any(is_attention(row["kernel"]) for row in kernels):
         lines.append(f"note: {ATTENTION_NOTE}")
     return lines
+
+
+def _first_and_last(rows: list) -> list:
+    """All the rows, or the first and last MAX_STEPS_SHOWN / 2 of a long list."""
+    half = MAX_STEPS_SHOWN // 2
+    return rows if len(rows) <= MAX_STEPS_SHOWN else rows[:half] + rows[-half:]
+
+
+def _number_or_0(value) -> float:
+    return 0.0 if value is None or value != value else value  # NaN != NaN
+
+
+def _write_csv(path: Path, rows: list[dict], columns: list[str] | None = None) -> None:
+    import pandas as pd  # here, not at the top: a run without --csv never needs it (0.25 s)
+    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -270,11 +279,11 @@ def analyze_trace(args) -> None:
     print(summary(args.trace, profile, findings, args.top, time.perf_counter() - started, rows))
     if args.csv:
         _mkdir(args.csv)
-        pd.DataFrame(rows, columns=["scope", *FIELDS, "activities", "unlinked_activities"]).to_csv(
-            args.csv / "timeline.csv", index=False)
-        step_frame(profile).to_csv(args.csv / "steps.csv", index=False)
-        pd.DataFrame(profile.kernel_rows()).to_csv(args.csv / "kernels.csv", index=False)
-        pd.DataFrame([f.as_row() for f in findings]).to_csv(args.csv / "findings.csv", index=False)
+        _write_csv(args.csv / "timeline.csv", rows,
+                   ["scope", *FIELDS, "activities", "unlinked_activities"])
+        _write_csv(args.csv / "steps.csv", step_rows(profile))
+        _write_csv(args.csv / "kernels.csv", profile.kernel_rows())
+        _write_csv(args.csv / "findings.csv", [f.as_row() for f in findings])
         print(f"\ncsv: {args.csv}")
     if args.suggest:  # last: its final line is the command that runs the sweep
         from suites.traces.suggest import command as suggest
@@ -311,9 +320,9 @@ def analyze_ranks(paths: list[Path], args) -> None:
     ranks = across.load(profiles)
     steps = across.across(ranks)
     rows = across.rank_rows(ranks, steps)
-    fmt = {"float_format": lambda v: f"{v:.3g}", "index": False, "na_rep": "-"}
     lines = [f"{len(ranks)} ranks ({ranks[0].backend or 'backend not recorded'}), "
-             f"{len(steps)} step(s) on every rank:", pd.DataFrame(rows).to_string(**fmt), "",
+             f"{len(steps)} step(s) on every rank:",
+             text_table(rows, list(rows[0]) if rows else [], lambda v: f"{v:.3g}"), "",
              "per rank:"]
     per_rank_findings = []
     for r in ranks:
@@ -327,14 +336,13 @@ def analyze_ranks(paths: list[Path], args) -> None:
     print("\n".join(lines))
     if args.csv:
         _mkdir(args.csv)
-        pd.DataFrame(rows).to_csv(args.csv / "ranks.csv", index=False)
-        pd.DataFrame([{"step": s.name, "rank": r, "window_us": s.window_us[r],
+        _write_csv(args.csv / "ranks.csv", rows)
+        _write_csv(args.csv / "rank_steps.csv", [{"step": s.name, "rank": r, "window_us": s.window_us[r],
                        "collectives_us": s.collective_us.get(r, NAN),
                        "waiting_for_slowest_us": s.wait_us.get(r, NAN),
                        "pure_comm_us": s.pure_us, "slowest": s.slowest}
-                      for s in steps for r in s.window_us]).to_csv(args.csv / "rank_steps.csv",
-                                                                   index=False)
-        pd.DataFrame(per_rank_findings).to_csv(args.csv / "findings.csv", index=False)
+                      for s in steps for r in s.window_us])
+        _write_csv(args.csv / "findings.csv", per_rank_findings)
         print(f"\ncsv: {args.csv}")
 
 

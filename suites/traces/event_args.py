@@ -43,8 +43,6 @@ class KernelLaunch(NamedTuple):
         return (self.grid, self.block, self.registers, self.shared_mem)
 
 
-_KEYS = ("registers per thread", "shared memory", "blocks per SM", "warps per SM",
-         "est. achieved occupancy %")
 _NUMBER = (int, float)
 
 
@@ -58,21 +56,24 @@ def _dims(value) -> tuple | None:
     return None
 
 
-def kernel_launch(args: dict, interned: dict) -> KernelLaunch | None:
-    """The launch tuple of a kernel event's args, shared with equal ones via `interned`; None
-    when the args hold none of the keys (a ROCm kernel without grid and block)."""
-    grid, block = _dims(args.get("grid")), _dims(args.get("block"))
-    values = [_num(args.get(k)) for k in _KEYS]
+def kernel_launch(args, interned: dict) -> KernelLaunch | None:
+    """The launch tuple of a kernel event's args (trace_text.RawArgs), shared with equal ones
+    via `interned`; None when the args hold none of the keys (a ROCm kernel without grid and
+    block)."""
+    grid, block = _dims(args.grid), _dims(args.block)
+    values = [_num(args.registers), _num(args.shared_mem), _num(args.blocks_per_sm),
+              _num(args.warps_per_sm), _num(args.occupancy)]
     if grid is None and block is None and all(v is None for v in values):
         return None
-    device = args.get("device")
+    device = args.device
     launch = KernelLaunch(*values, grid, block, device if type(device) is int else None)
     return interned.setdefault(launch, launch)
 
 
-def input_dims(args: dict, interned: dict) -> tuple | None:
-    """An op's `Input Dims` as a tuple of shape tuples (a scalar input is ()), or None."""
-    dims = args.get("Input Dims")
+def input_dims(args, interned: dict) -> tuple | None:
+    """An op's `Input Dims` (trace_text.RawArgs) as a tuple of shape tuples (a scalar input is
+    ()), or None."""
+    dims = args.input_dims
     if type(dims) is not list:
         return None
     shapes = []
@@ -85,7 +86,7 @@ def input_dims(args: dict, interned: dict) -> tuple | None:
     return interned.setdefault(value, value)
 
 
-def event_info(cat: str, name: str, args: dict, interned: dict):
+def event_info(cat: str, name: str, args, interned: dict):
     """What the reader keeps of a kernel's or a GEMM op's args; None for every other event."""
     if cat == "kernel":
         return kernel_launch(args, interned)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from suites.traces.event_args import GEMM_OPS, event_info
 # Read here, and by whoever reads a trace's raw events or its errors:
-from suites.traces.trace_text import (DECODER, JsonEvent, RawEvent, TraceFormatError,  # noqa: F401
-                                     decode_events, iter_raw_events, raw_batches)
+from suites.traces.trace_text import (DECODER, RawArgs, RawEvent, TraceFormatError,  # noqa: F401
+                                     decode_events, iter_raw_events, json_event, raw_batches)
 
 # Device-side activities: what "kernels per call" counts on a GPU.
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -214,7 +214,7 @@ def _read_events(path, trace: Trace) -> None:
         # the common path; where a value has an unusual type, the general code decides.
         for raw in batch:
             if type(raw) is dict:  # decoded by json: see DECODER
-                raw = JsonEvent(**raw)
+                raw = json_event(raw)
             elif type(raw) is not RawEvent:
                 skipped[_NOT_AN_OBJECT] = skipped.get(_NOT_AN_OBJECT, 0) + 1  # said, never lost
                 continue
@@ -252,9 +252,8 @@ def _read_events(path, trace: Trace) -> None:
                     skipped_device[problem] = skipped_device.get(problem, 0) + 1
                 continue
             args = raw.args
-            if type(args) is dict:
-                corr, ext = args.get("correlation"), args.get("External id")
-                nbytes = args.get("bytes")
+            if type(args) is RawArgs:
+                corr, ext, nbytes = args.correlation, args.ext, args.nbytes
                 corr = corr if type(corr) in numbers else None
                 ext = ext if type(ext) in numbers else None
                 nbytes = nbytes if type(nbytes) in numbers else None
@@ -271,7 +270,7 @@ def _read_events(path, trace: Trace) -> None:
             if type(tid) is int:
                 tid = ids.setdefault(tid, tid)
             event = Event(interned, cat, float(ts), float(dur), pid, tid, corr, ext, nbytes)
-            if (cat == "kernel" or interned in GEMM_OPS) and type(args) is dict:
+            if (cat == "kernel" or interned in GEMM_OPS) and type(args) is RawArgs:
                 event.info = event_info(cat, interned, args, infos)
             bucket.append(event)
     lists = ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames",

@@ -3,9 +3,9 @@ window over the file, with msgspec's decoder where it is installed (DECODER says
 json's otherwise, and for what msgspec rejects (NaN, Infinity, 1e400). events.py makes the kept
 events of what this yields.
 
-msgspec decodes each event into a struct of the eight fields events.py reads (RawEvent) and
-skips the other fields' values without making objects of them, 2-3x faster than `json` (~5 s per
-GB here). Malformed text is read one value at a time by json, whose errors say where.
+msgspec decodes each event into a struct of the eight fields events.py reads (RawEvent), its
+args into one of the dozen keys read (RawArgs), and skips the other values without making
+objects of them, 2-3x faster than `json` (~4 s per GB here). Malformed text is read one value at a time by json, whose errors say where.
 """
 from __future__ import annotations
 
@@ -29,6 +29,16 @@ DECODER = "json" if msgspec is None else "msgspec"  # what reads traces here
 _json_list = json.JSONDecoder().decode
 
 
+# The keys of an event's `args` that events.py reads (attribute -> key): its links, and what
+# event_args.py keeps (a kernel's launch, a GEMM op's input shapes). msgspec skips the others
+# (a kernel's stream, context, queued...; a Python frame's ids) without making objects of them.
+ARG_KEYS = {"correlation": "correlation", "ext": "External id", "nbytes": "bytes",
+            "grid": "grid", "block": "block", "registers": "registers per thread",
+            "shared_mem": "shared memory", "blocks_per_sm": "blocks per SM",
+            "warps_per_sm": "warps per SM", "occupancy": "est. achieved occupancy %",
+            "device": "device", "input_dims": "Input Dims"}
+
+
 class JsonEvent(SimpleNamespace):
     """An event that json decoded (a dict), its keys as attributes, as events.py reads them:
     the ones it reads default to what dict.get gives. Made by one C call, JsonEvent(**raw), in a
@@ -37,13 +47,36 @@ class JsonEvent(SimpleNamespace):
     cat = name = ""
 
 
+class JsonArgs:
+    """An event's `args` that json decoded, as RawArgs: the keys of ARG_KEYS as attributes."""
+    __slots__ = tuple(ARG_KEYS)
+
+    def __init__(self, **values):
+        for attr in ARG_KEYS:
+            setattr(self, attr, values.get(attr))
+
+
+def json_event(raw: dict) -> JsonEvent:
+    """A dict that json decoded (without msgspec, or where it rejected the text) as the struct
+    msgspec makes of it: its args a RawArgs."""
+    event = JsonEvent(**raw)
+    if type(event.args) is dict:
+        event.args = RawArgs(**{attr: event.args.get(key) for attr, key in ARG_KEYS.items()})
+    return event
+
+
 if msgspec is None:
-    RawEvent = JsonEvent  # for events.py's type test; json's dicts become these there
+    RawEvent, RawArgs = JsonEvent, JsonArgs  # for events.py's type tests
     decode_events = decode_values = _json_list
 else:
+    # Every field of any type (one of a wrong type is counted in events.py, not a decode error).
+    RawArgs = msgspec.defstruct("RawArgs", [(attr, Any, msgspec.field(default=None, name=key))
+                                            for attr, key in ARG_KEYS.items()], gc=False)
+
     class RawEvent(msgspec.Struct, gc=False):  # never in a cycle: the collector can skip them
         """The fields of an event that events.py reads, each of any type (one of a wrong
-        type is counted there, not a decode error), as in JsonEvent where missing."""
+        type is counted there, not a decode error), as in JsonEvent where missing; `args`
+        that are not an object are kept as they are (and counted there)."""
         ph: Any = None
         cat: Any = ""
         name: Any = ""
@@ -51,7 +84,7 @@ else:
         dur: Any = None
         pid: Any = None
         tid: Any = None
-        args: Any = None
+        args: RawArgs | int | float | str | bool | None | list = None
 
     def _with_json_fallback(decoder) -> Callable[[str], list]:
         def decode(text: str) -> list:
