@@ -3,6 +3,7 @@
 reshape metadata or dispatch to other ops must be told apart by name."""
 from __future__ import annotations
 
+import functools
 import re
 
 from suites.traces.events import Event
@@ -52,18 +53,25 @@ COMPOSITE_OPS = frozenset({
 })
 
 
+# Each predicate on a name is computed once per distinct name: a trace repeats a few hundred
+# names over millions of events. Bounded, as a malformed trace may hold millions of names.
+_per_name = functools.lru_cache(maxsize=1 << 16)
+
 _API_SUFFIX = re.compile(r"(_ptsz|_ptds|_v\d+)+$")
 
 
+@_per_name
 def is_launch_api(name: str) -> bool:
     return name in LAUNCH_APIS or _API_SUFFIX.sub("", name) in LAUNCH_APIS
 
 
+@_per_name
 def is_sync_api(name: str) -> bool:
     """cudaDeviceSynchronize, cudaStreamSynchronize, hipEventSynchronize...: the host waits."""
     return name.startswith(("cuda", "cu", "hip")) and "Synchronize" in name
 
 
+@_per_name
 def is_copy_api(name: str) -> bool:
     """A runtime call that copies or fills memory (async or not): cudaMemcpyAsync, hipMemcpy..."""
     return name.startswith(("cuda", "cu", "hip")) and ("Memcpy" in name or "Memset" in name)
@@ -80,6 +88,7 @@ def is_cpu_kernel(op: Event) -> bool:
     return is_inductor_cpu_kernel(op.name) or is_compute_op_name(op.name)
 
 
+@_per_name
 def is_compute_op_name(name: str) -> bool:
     """A namespaced op (aten::, mkldnn::...) that is neither metadata-only nor a known wrapper;
     a collective (c10d::allreduce_) is communication, not compute."""
@@ -124,14 +133,17 @@ DATA_LOADING = re.compile(r"^enumerate\(DataLoader\)")
 CPU_COLLECTIVE = re.compile(r"^(gloo:|c10d::|mpi:|ucc:|record_param_comms$)")
 
 
+@_per_name
 def is_setup_api(name: str) -> bool:
     return _API_SUFFIX.sub("", name) in SETUP_APIS or name.startswith(("cuDevicePrimaryCtx",
                                                                         "hipGetDeviceProperties"))
 
 
+@_per_name
 def is_data_loading(name: str) -> bool:
     return bool(DATA_LOADING.match(name))
 
 
+@_per_name
 def is_cpu_collective(name: str) -> bool:
     return bool(CPU_COLLECTIVE.match(name))
