@@ -18,8 +18,10 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import add, attrgetter
+from pathlib import Path
 
+from suites.traces import split_read
 from suites.traces.event_args import GEMM_OPS, event_info
 # Read here, and by whoever reads a trace's raw events or its errors:
 from suites.traces.trace_text import (DECODER, RawArgs, RawEvent, TraceFormatError,  # noqa: F401
@@ -176,6 +178,15 @@ def _copy_key(event: Event) -> tuple:
 _START, _DURATION = attrgetter("ts"), attrgetter("dur")
 
 
+def starts(events: list[Event]) -> list[float]:
+    return list(map(_START, events))
+
+
+def ends(events: list[Event]):
+    """Each event's end, at C speed (a property call per event is slow for millions)."""
+    return map(add, map(_START, events), map(_DURATION, events))
+
+
 def sort_nesting_order(events: list[Event]) -> None:
     """Sort in place by start, the longer first at equal starts (a parent before its child);
     events with equal start and duration keep their order. Where no two events start at one
@@ -210,7 +221,56 @@ def _kind(raw_cat, buckets: dict) -> tuple[str, list | None, bool]:
     return cat, buckets.get(cat), cat.startswith("gpu_")
 
 
+_LISTS = ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames",
+          "python_ranges")
+_COUNTS = ("skipped", "skipped_device", "other_categories")
+
+
 def _read_events(path, trace: Trace) -> None:
+    if split_read.worth_splitting(Path(path)):
+        batches, tail = split_read.split_batches(path, trace.meta, decode_events, _tail_events)
+        _keep(batches, trace)
+        found = tail()
+        if found is not None:
+            _add_tail(trace, *found)
+    else:
+        _keep(raw_batches(path, trace.meta, decode_events), trace)
+    for name in _LISTS:
+        sort_nesting_order(getattr(trace, name))
+    limit = _duration_limit([getattr(trace, name) for name in _LISTS])
+    for name in _LISTS:
+        events = _drop_overlong(getattr(trace, name), limit, trace, name == "device")
+        setattr(trace, name, _drop_copies(events, trace.skipped))
+
+
+def _tail_events(batches, meta: dict) -> dict:
+    """What the tail process (split_read.py) sends back: its kept events as tuples (pickled
+    far faster than slotted objects), its counts and the keys after the events."""
+    part = Trace(path="")
+    _keep(batches, part)
+    return {"lists": {name: [(e.name, e.cat, e.ts, e.dur, e.pid, e.tid, e.corr, e.ext, e.nbytes,
+                              e.info) for e in getattr(part, name)] for name in _LISTS},
+            "n_events": part.n_events, **{name: getattr(part, name) for name in _COUNTS}}
+
+
+def _add_tail(trace: Trace, tail: dict, meta: dict) -> None:
+    trace.n_events += tail["n_events"]
+    for name in _COUNTS:
+        counts = getattr(trace, name)
+        for key, n in tail[name].items():
+            counts[key] = counts.get(key, 0) + n
+    for name in _LISTS:
+        events = getattr(trace, name)
+        for *fields, info in tail["lists"][name]:
+            event = Event(*fields)
+            event.info = info
+            events.append(event)
+    for key, value in meta.items():
+        trace.meta.setdefault(key, value)
+
+
+def _keep(batches, trace: Trace) -> None:
+    """Each event of the batches that the analysis reads made an Event in its list."""
     buckets = {}
     for cat in DEVICE_CATS:
         buckets[cat] = trace.device
@@ -230,7 +290,7 @@ def _read_events(path, trace: Trace) -> None:
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
     device, skipped_device = trace.device, trace.skipped_device
     isfinite, numbers = math.isfinite, _NUMBER_TYPES
-    for batch in raw_batches(path, trace.meta, decode_events):
+    for batch in batches:
         trace.n_events += len(batch)
         # This loop runs once per event (millions): hence local names and no helper calls on
         # the common path; where a value has an unusual type, the general code decides.
@@ -295,14 +355,6 @@ def _read_events(path, trace: Trace) -> None:
             if (cat == "kernel" or interned in GEMM_OPS) and type(args) is RawArgs:
                 event.info = event_info(cat, interned, args, infos)
             bucket.append(event)
-    lists = ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_frames",
-             "python_ranges")
-    for name in lists:
-        sort_nesting_order(getattr(trace, name))
-    limit = _duration_limit([getattr(trace, name) for name in lists])
-    for name in lists:
-        events = _drop_overlong(getattr(trace, name), limit, trace, name == "device")
-        setattr(trace, name, _drop_copies(events, skipped))
 
 
 def _duration_limit(sorted_lists: list[list[Event]]) -> float | None:

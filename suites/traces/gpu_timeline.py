@@ -158,7 +158,7 @@ class DeviceUnions:
 def device_unions(activities: list[Event]) -> DeviceUnions:
     by_kind: dict[str, Intervals] = {"computation": [], "communication": [], "memcpy": []}
     for e in activities:
-        by_kind[kind(e)].append((e.ts, e.end))
+        by_kind[kind(e)].append((e.ts, e.ts + e.dur))
     comp, comm, copy = (union(by_kind[k]) for k in ("computation", "communication", "memcpy"))
     return DeviceUnions(comp, comm, copy, subtract(comm, comp),
                         subtract(subtract(copy, comp), comm), union(comp + comm + copy))

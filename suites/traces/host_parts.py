@@ -55,7 +55,7 @@ class HostClassifier:
         an allocation each step. `steps_runtime`: each step's runtime calls."""
         counts: dict[str, int] = defaultdict(int)
         for runtime in steps_runtime:
-            for name in {c.name for c in runtime if self.is_init(c)}:
+            for name in {c.name for c in runtime if c.dur >= INIT_MIN_US and self.is_init(c)}:
                 counts[name] += 1
         need = max(2, (len(steps_runtime) + 1) // 2)
         self.recurring = {name for name, n in counts.items() if n >= need}
@@ -86,7 +86,7 @@ class HostClassifier:
 
     def parts(self, runtime: list[Event], lo: float, hi: float) -> HostParts:
         """The set-up calls, data-loading ranges and host collectives inside [lo, hi]."""
-        init = [call for call in runtime if self.is_init(call)]
+        init = [call for call in runtime if call.dur >= INIT_MIN_US and self.is_init(call)]
         # A runtime call and the driver call under it are one wait: counted once.
         return HostParts(init_us=length(union([(c.ts, c.end) for c in init])),
                          data_us=self.data.covered(lo, hi),

@@ -34,10 +34,13 @@ from __future__ import annotations
 import bisect
 import statistics
 from dataclasses import dataclass
+from operator import attrgetter
 
 from suites.traces.gpu_timeline import Coverage, device_unions, subtract, union
 from suites.traces.op_kinds import is_launch_api
-from suites.traces.events import Event
+from suites.traces.events import Event, starts as start_times
+
+_START = attrgetter("ts")
 
 
 @dataclass(frozen=True)
@@ -105,18 +108,20 @@ def launch_latency(activities: list[Event], launches: dict, busy: Coverage) -> f
     idle, and the next activity of the device to start (none queued before it; of a graph
     launch only its first). 1-3 us on an H100 or B200, 14-24 us from hipLaunchKernel's return
     on an MI300. 0 with fewer than MIN_LATENCY_SAMPLES."""
-    starts = sorted(a.ts for a in activities)
+    in_order = sorted(activities, key=_START)
+    starts = start_times(in_order)
     waits, seen = [], set()
-    for a in sorted(activities, key=lambda a: a.ts):
+    for a in in_order:
         call = launches.get(a.corr) if a.corr is not None else None
         if call is None or a.corr in seen or not is_launch_api(call.name):
             continue
         seen.add(a.corr)
-        if call.end > a.ts or busy.covers(call.end):
+        returned = call.ts + call.dur
+        if returned > a.ts or busy.covers(returned):
             continue
-        i = bisect.bisect_right(starts, call.end)
+        i = bisect.bisect_right(starts, returned)
         if i == len(starts) or starts[i] >= a.ts:  # nothing started in between
-            waits.append(a.ts - call.end)
+            waits.append(a.ts - returned)
     return statistics.median(waits) if len(waits) >= MIN_LATENCY_SAMPLES else 0.0
 
 

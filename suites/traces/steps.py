@@ -26,6 +26,7 @@ from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush
                                               request_intervals)
 from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
 from suites.traces.events import RUNTIME_CATS, Event, Trace, TraceFormatError
+from suites.traces.events import ends as end_times, starts as start_times
 
 WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
 
@@ -223,10 +224,10 @@ def analyze(trace: Trace, label: str | None = None,
             device_by_corr[activity.corr].append(activity)
         else:  # no launch to match: it belongs to the step it ran in (below)
             unlinked.append(activity)
-    starts = {name: [e.ts for e in getattr(trace, name)]
+    starts = {name: start_times(getattr(trace, name))
               for name in ("cpu_ops", "annotations", "runtime")}
     # Where the trace's events end, the step annotations themselves aside.
-    ends = [max((e.end for e in events), default=None)
+    ends = [max(end_times(events), default=None)
             for events in (trace.cpu_ops, trace.runtime, trace.device)]
     ends.append(max((e.end for e in trace.annotations if not e.name.startswith(STEP_PREFIX)),
                     default=None))
@@ -307,7 +308,9 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
         launched = device_by_corr.get(launch.corr, ())
         kernels.extend(launched)
         if launched and is_launch_api(launch.name):
-            delays.append(max(0.0, min(k.ts for k in launched) - launch.end))
+            first = launched[0].ts if len(launched) == 1 else min(k.ts for k in launched)
+            delay = first - (launch.ts + launch.dur)
+            delays.append(delay if delay > 0.0 else 0.0)
     kernels.sort(key=lambda e: e.ts)
     return kernels, delays
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any, Callable, Iterator
@@ -24,6 +25,7 @@ from suites.common.errors import InputError
 
 _CHUNK_CHARS = 1 << 20
 _WS = " \t\r\n"
+_BOUNDARY = re.compile(r"\}[ \t\r\n]*,[ \t\r\n]*\{")  # between two elements, most often
 
 DECODER = "json" if msgspec is None else "msgspec"  # what reads traces here
 _json_list = json.JSONDecoder().decode
@@ -194,6 +196,51 @@ class _Reader:
             self.pos = end
             return value
 
+    def window_end(self) -> int:
+        """The absolute position the window reaches, with at least _CHUNK_CHARS ahead."""
+        while len(self.buf) - self.pos < _CHUNK_CHARS and self.fill():
+            pass
+        return self.consumed + len(self.buf)
+
+    def run_to(self, at: int) -> list | None:
+        """The elements from here to absolute position `at` (in the window), decoded as a run,
+        or None where the text up to there is not whole elements (see batch)."""
+        self.peek()
+        try:
+            values = self.decode_list("[" + self.buf[self.pos:at - self.consumed] + "]")
+        except (ValueError, RecursionError):
+            return None
+        self.pos = at - self.consumed
+        return values
+
+    def skip_to(self, at: int) -> None:
+        """Move to absolute position `at` (or the end of the text), dropping what is before."""
+        while self.consumed + len(self.buf) <= at:
+            self.pos = len(self.buf)
+            if not self.fill():
+                return
+        self.pos = max(self.pos, at - self.consumed)
+
+    def next_boundary(self, tries: int = 50) -> int | None:
+        """The absolute position of the first event boundary from here on (the end of a `}`
+        followed by `, {`) that a run of elements decodes from (see batch), or None."""
+        self.window_end()
+        buf, lo = self.buf, self.pos
+        for _ in range(tries):
+            found = _BOUNDARY.search(buf, lo)
+            if found is None:
+                return None
+            start = found.end() - 1  # the `{` that opens the next element
+            cut = _last_boundary(buf, start, len(buf))
+            if cut is not None and cut > start:
+                try:
+                    self.decode_list("[" + buf[start:cut] + "]")
+                    return self.consumed + found.start() + 1
+                except (ValueError, RecursionError):
+                    pass
+            lo = found.end()
+        return None
+
     def batch(self) -> tuple[list | None, int]:
         """(the array elements from here up to an event boundary near the end of the window,
         decoded by one call of decode_list, 0) or, where that fails, (None, the absolute
@@ -223,16 +270,43 @@ class _Reader:
         return None, self.consumed + len(buf)
 
 
-def _array_batches(reader: _Reader) -> Iterator[list]:
-    """The elements of the array at the reader, in lists."""
-    reader.expect("[")
-    if reader.peek() == "]":
-        reader.pos += 1
-        return
+class Handoff:
+    """Where the head of a trace's events ends and a second reader's tail begins (split_read.py):
+    at `boundary()`, an absolute character position asked for once the head's window reaches
+    `near` (the tail finds it, past `near`, and says it). The head stops there only if it is the
+    end of one of the traceEvents array's own elements, which the head checks by decoding up to
+    it: a position inside an element, or past the array, is refused and the head reads on."""
+
+    def __init__(self, near: int, boundary: Callable[[], int | None]):
+        self.near, self._boundary = near, boundary
+        self.at: int | None = None
+        self.asked = self.taken = False
+
+    def limit(self, window_end: int) -> int | None:
+        if not self.asked and window_end >= self.near:
+            self.asked, self.at = True, self._boundary()
+        return self.at if not self.taken else None
+
+
+def _elements(reader: _Reader, handoff: Handoff | None = None) -> Iterator[list]:
+    """The elements of an array from one that starts at the reader on, in lists; with a
+    handoff, up to its boundary where the head can stop there (handoff.taken)."""
     slow_until = 0  # before this absolute position, one element at a time
     while True:
         batch = None
-        if reader.consumed + reader.pos >= slow_until:
+        at = handoff.limit(reader.window_end()) if handoff is not None else None
+        if at is not None:
+            if at <= reader.consumed + reader.pos:
+                handoff.at = None  # behind us: not a boundary of this array; read on
+            elif at <= reader.window_end():
+                batch = reader.run_to(at)
+                if batch is None:
+                    handoff.at = None
+                else:
+                    handoff.taken = True
+                    yield batch
+                    return
+        if batch is None and reader.consumed + reader.pos >= slow_until:
             batch, slow_until = reader.batch()
         yield batch if batch is not None else [reader.value()]
         if reader.expect(",]") == "]":
@@ -242,39 +316,91 @@ def _array_batches(reader: _Reader) -> Iterator[list]:
             return
 
 
-def raw_batches(path, meta: dict | None, decode_list: Callable[[str], list]) -> Iterator[list]:
-    path = Path(path)
+def _array_batches(reader: _Reader, handoff: Handoff | None = None) -> Iterator[list]:
+    """The elements of the array at the reader, in lists."""
+    reader.expect("[")
+    if reader.peek() == "]":
+        reader.pos += 1
+        return
+    yield from _elements(reader, handoff)
+
+
+def _open_checked(path: Path) -> IO[str]:
     if path.is_dir():
         raise TraceFormatError(f"{path}: a directory, not a trace file")
     if not path.is_file():
         raise TraceFormatError(f"{path}: no such file")
-    with _open_text(path) as stream:
+    return _open_text(path)
+
+
+def _object_keys(reader: _Reader, path: Path, meta: dict | None, found: bool,
+                 handoff: Handoff | None = None) -> Iterator[list]:
+    """The top-level object's keys from the reader on (at a key, or at its closing brace):
+    traceEvents' elements yielded, the other keys' values into meta."""
+    while reader.peek() != "}":
+        key = reader.value()
+        if not isinstance(key, str):
+            raise TraceFormatError(f"{path}: expected a key at character "
+                                   f"{reader.consumed + reader.pos}")
+        reader.expect(":")
+        if key == "traceEvents":
+            found = True
+            yield from _array_batches(reader, handoff)
+            if handoff is not None and handoff.taken:
+                return  # the tail reads the rest, the keys after the array included
+        else:
+            value = reader.value()
+            if meta is not None:
+                meta[key] = value
+        if reader.expect(",}") == "}":
+            break
+    if not found:
+        raise TraceFormatError(f"{path}: no traceEvents array: not a Chrome trace")
+
+
+def raw_batches(path, meta: dict | None, decode_list: Callable[[str], list],
+                handoff: Handoff | None = None) -> Iterator[list]:
+    """The trace's events in lists (runs of the traceEvents array), its other top-level keys into
+    meta; with a handoff, the head only, where the tail takes the rest (handoff.taken)."""
+    path = Path(path)
+    with _open_checked(path) as stream:
         reader = _Reader(stream, str(path), decode_list)
         first = reader.peek()
         if not first:
             raise TraceFormatError(f"{path}: the file is empty")
         if first == "[":  # the bare-array form of the Chrome trace format
-            yield from _array_batches(reader)
+            yield from _array_batches(reader, handoff)
             return
         reader.expect("{")
-        found = False
-        while reader.peek() != "}":
-            key = reader.value()
-            if not isinstance(key, str):
-                raise TraceFormatError(f"{path}: expected a key at character "
-                                       f"{reader.consumed + reader.pos}")
-            reader.expect(":")
-            if key == "traceEvents":
-                found = True
-                yield from _array_batches(reader)
-            else:
-                value = reader.value()
-                if meta is not None:
-                    meta[key] = value
+        yield from _object_keys(reader, path, meta, False, handoff)
+
+
+def tail_batches(path, meta: dict | None, decode_list: Callable[[str], list], near: int,
+                 tell: Callable[[int | None], None]) -> Iterator[list]:
+    """The tail's events: from the first event boundary past character `near` (told to the
+    head by `tell`, None where there is none in reach: the head then reads it all) to the end,
+    and the top-level keys after the array into meta. The head checks the boundary; where it
+    refuses it, it reads on, and what this yields is not used."""
+    path = Path(path)
+    with _open_checked(path) as stream:
+        reader = _Reader(stream, str(path), decode_list)
+        bare = reader.peek() == "["
+        reader.skip_to(near)
+        at = reader.next_boundary()
+        tell(at)
+        if at is None:
+            return
+        reader.pos = at - reader.consumed
+        if reader.expect(",]") == "]":
+            return
+        if reader.peek() == "]":
+            reader.pos += 1
+        else:
+            yield from _elements(reader)
+        if not bare:
             if reader.expect(",}") == "}":
-                break
-        if not found:
-            raise TraceFormatError(f"{path}: no traceEvents array: not a Chrome trace")
+                return
+            yield from _object_keys(reader, path, meta, True)
 
 
 def iter_raw_events(path, meta: dict | None = None) -> Iterator:
