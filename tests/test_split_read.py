@@ -1,6 +1,7 @@
 """A big trace read by two processes (suites/traces/split_read.py) gives what one process reads:
 the same events, counts and metadata, the same errors; and where the tail process fails or its
 boundary is refused, the read still completes. MIN_BYTES is set to 0 so small traces split."""
+import gzip
 import json
 import os
 
@@ -100,3 +101,20 @@ def test_a_boundary_past_the_events_is_refused(tmp_path, monkeypatch, bert_doc):
     path = write(doc, tmp_path / "t.json")
     two = read(path, 2, monkeypatch)
     assert two.tails == 0 and digest(read(path, 1, monkeypatch)) == digest(two)
+
+
+@pytest.mark.parametrize("name, tails", [("t.json", 0), ("t.json.gz", 1)])
+def test_non_ascii_text_before_the_boundary(tmp_path, monkeypatch, bert_doc, name, tails):
+    """The tail of a plain file counts bytes from where it seeks; before it, a name in another
+    script makes bytes and characters differ, so the head refuses the boundary and reads all.
+    A gzip file's tail inflates from the start and counts characters: it splits."""
+    events = [dict(e) for e in bert_doc["traceEvents"] if isinstance(e, dict)]
+    events[3] = {**events[3], "name": "présentation ✓ 数据"}
+    path = tmp_path / name
+    text = json.dumps({"traceEvents": events}, ensure_ascii=False)
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        f.write(text)
+    two = read(path, 2, monkeypatch)
+    assert two.tails == tails and digest(read(path, 1, monkeypatch)) == digest(two)
+    assert any(e.name == "présentation ✓ 数据" for e in two.cpu_ops + two.annotations)

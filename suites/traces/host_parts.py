@@ -100,6 +100,10 @@ class _Ranges:
         self.events = sorted(events, key=lambda e: e.ts)
         self.starts = [e.ts for e in self.events]
         self.longest = max((e.dur for e in self.events), default=0.0)
+        # Their union, once: a step clips it. One range as long as the trace (a Python frame
+        # of the whole program) would make every step scan every range (`inside`).
+        self.merged = union([(e.ts, e.ts + e.dur) for e in self.events])
+        self.merged_starts = [start for start, _ in self.merged]
 
     def inside(self, lo: float, hi: float) -> list[Event]:
         """The ranges that overlap [lo, hi]."""
@@ -109,7 +113,14 @@ class _Ranges:
 
     def intervals(self, lo: float, hi: float) -> list[tuple[float, float]]:
         """Their union clipped to [lo, hi] (nested ones count once)."""
-        return union([(max(e.ts, lo), min(e.end, hi)) for e in self.inside(lo, hi)])
+        merged, out = self.merged, []
+        i = max(0, bisect.bisect_right(self.merged_starts, lo) - 1)
+        while i < len(merged) and merged[i][0] < hi:
+            start, end = merged[i]
+            if end > lo:
+                out.append((max(start, lo), min(end, hi)))
+            i += 1
+        return out
 
     def covered(self, lo: float, hi: float) -> float:
         """Time inside [lo, hi] covered by at least one range."""

@@ -132,23 +132,34 @@ def occupancy_row(kernels, spec_of) -> dict:
     that took the most device time; blocks and warps per SM and the estimate are means over the
     launches weighted by duration (the estimate over those where it is known); launch_configs
     says how many configurations there were. `spec_of(launch)` gives the launch's device."""
-    launches = [(k.info, k.dur) for k in kernels if isinstance(k.info, KernelLaunch)]
-    if not launches:
+    # Launches repeat a few configurations millions of times: summed per distinct launch
+    # (shared tuples, event_args.py), each figure is computed once per launch, not per event.
+    sums: dict = {}  # launch -> [its launches' total duration, how many]
+    for k in kernels:
+        info = k.info
+        if type(info) is KernelLaunch:
+            found = sums.get(info)
+            if found is None:
+                sums[info] = [k.dur, 1]
+            else:
+                found[0] += k.dur
+                found[1] += 1
+    if not sums:
         return dict(EMPTY_ROW)
     by_config: dict = defaultdict(float)
-    for launch, dur in launches:
+    for launch, (dur, _) in sums.items():
         by_config[launch.config()] += dur
     top_config = max(by_config, key=by_config.get)
-    top = next(launch for launch, _ in launches if launch.config() == top_config)
+    top = next(launch for launch in sums if launch.config() == top_config)
     occ = theoretical(top, spec_of(top))
     row = dict(EMPTY_ROW)
     row.update(registers_per_thread=_nan(top.registers), shared_mem_bytes=_nan(top.shared_mem),
                grid=_dims(top.grid), block=_dims(top.block), launch_configs=len(by_config),
                theoretical_occupancy_pct=occ.pct if occ else float("nan"),
                occupancy_limit=(occ.limit or None) if occ else None)
-    row["blocks_per_sm"] = _weighted((l.blocks_per_sm, d) for l, d in launches)
-    row["warps_per_sm"] = _weighted((l.warps_per_sm, d) for l, d in launches)
-    row["est_occupancy_pct"] = _weighted((est_occupancy(l, spec_of(l)), d) for l, d in launches)
+    row["blocks_per_sm"] = _weighted((l.blocks_per_sm, *sums[l]) for l in sums)
+    row["warps_per_sm"] = _weighted((l.warps_per_sm, *sums[l]) for l in sums)
+    row["est_occupancy_pct"] = _weighted((est_occupancy(l, spec_of(l)), *sums[l]) for l in sums)
     return row
 
 
@@ -156,11 +167,13 @@ def _nan(value):
     return float("nan") if value is None else value
 
 
-def _weighted(pairs) -> float:
-    pairs = [(v, d) for v, d in pairs if v is not None]
-    total = sum(d for _, d in pairs)
-    if not pairs:
+def _weighted(sums) -> float:
+    """The mean of the values weighted by duration, over (value, total duration, launches) per
+    distinct launch; over the launches where no duration is above 0; NaN where none is known."""
+    sums = [(v, d, n) for v, d, n in sums if v is not None]
+    if not sums:
         return float("nan")
+    total = sum(d for _, d, _ in sums)
     if total <= 0:
-        return sum(v for v, _ in pairs) / len(pairs)
-    return sum(v * d for v, d in pairs) / total
+        return sum(v * n for v, _, n in sums) / sum(n for _, _, n in sums)
+    return sum(v * d for v, d, _ in sums) / total

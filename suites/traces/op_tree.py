@@ -25,7 +25,7 @@ import re
 from collections import defaultdict
 from typing import Callable
 
-from suites.traces.nesting import by_thread, nest
+from suites.traces.nesting import by_thread
 from suites.traces.op_kinds import (METADATA_OPS, STEP_PREFIX, is_compute_op_name,
                                     is_inductor_cpu_kernel)
 from suites.traces.steps import StepMetrics, TraceAnalysis
@@ -93,35 +93,46 @@ class _Tree:
         self.in_ops = 0.0  # time in the calls' outermost nodes
 
     def add_call(self, step: StepMetrics, ranges: list[Event]) -> None:
-        """One call's nodes, nested by time on each thread (nesting.py), a range before an op
-        of the same span. Runtime calls open frames too: a driver call (cuLaunchKernel) inside
-        a runtime call is its child."""
+        """One call's nodes, nested by time on each thread, a range before an op of the same
+        span. Runtime calls open frames too: a driver call (cuLaunchKernel) inside a runtime
+        call is its child. nesting.nest's walk, written out here: with two callbacks per event,
+        this was the largest part of a long trace's analysis."""
+        nodes, child = self.nodes, self.child
+        in_ops = 0.0
         for events in by_thread(ranges, step.op_events, step.runtime):
-            nest(events, self._open, self._close)
+            # frames: [end, path, the children's time, the path's sums, duration]
+            frames: list[list] = []
+            for event in events:
+                start, dur = event.ts, event.dur
+                while frames and frames[-1][0] <= start:
+                    _close(frames.pop())
+                if frames:
+                    parent = frames[-1]
+                    parent[2] += dur
+                    key = (parent[1], event.name)
+                else:
+                    in_ops += dur
+                    key = ((), event.name)
+                path = child.get(key)
+                if path is None:
+                    path = child[key] = key[0] + (plain_name(event.name),)
+                node = nodes.get(path)
+                if node is None:
+                    node = nodes[path] = [0, 0.0, 0.0, _kind(event)]
+                frames.append([start + dur, path, 0.0, node, dur])
+            while frames:
+                _close(frames.pop())
+        self.in_ops += in_ops
 
-    def _open(self, event: Event, frames: list[list]) -> list:
-        """The node's frame: [event, path, its children's time, the path's sums]."""
-        parent = frames[-1] if frames else None
-        key = (parent[1] if parent else (), event.name)
-        path = self.child.get(key)
-        if path is None:
-            path = self.child[key] = key[0] + (plain_name(event.name),)
-        if parent is not None:
-            parent[2] += event.dur
-        else:
-            self.in_ops += event.dur
-        node = self.nodes.get(path)
-        if node is None:
-            node = self.nodes[path] = [0, 0.0, 0.0, _kind(event)]
-        return [event, path, 0.0, node]
 
-    def _close(self, frame: list) -> None:
-        event, _, children, node = frame
-        dur = event.dur
-        own = dur - children
-        node[0] += 1
-        node[1] += own if own > 0.0 else 0.0  # children overlapping their parent: not below 0
-        node[2] += dur
+def _close(frame: list) -> None:
+    """A node's event has ended: one call, its own time (children overlapping their parent:
+    not below 0) and its total added to its path's sums."""
+    _, _, children, node, dur = frame
+    own = dur - children
+    node[0] += 1
+    node[1] += own if own > 0.0 else 0.0
+    node[2] += dur
 
 
 def op_tree(analysis: TraceAnalysis) -> list[dict]:

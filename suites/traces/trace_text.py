@@ -107,12 +107,20 @@ class TraceFormatError(InputError):
     message says where and why."""
 
 
-def _open_text(path: Path) -> IO[str]:
+def _is_gzip(path: Path) -> bool:
     with open(path, "rb") as raw:
-        magic = raw.read(2)
-    if magic == b"\x1f\x8b":
+        return raw.read(2) == b"\x1f\x8b"
+
+
+def _open_text(path: Path, at_byte: int = 0) -> IO[str]:
+    """The file's text; from byte `at_byte` on where it is not gzip (a byte that may fall in a
+    character: decoding errors are replaced, and the tail skips to a boundary anyway)."""
+    if _is_gzip(path):
         return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, "r", encoding="utf-8", errors="replace")
+    stream = open(path, "r", encoding="utf-8", errors="replace")
+    if at_byte:
+        stream.buffer.seek(at_byte)  # before the first read: the text layer has nothing yet
+    return stream
 
 
 def _last_boundary(buf: str, lo: int, hi: int) -> int | None:
@@ -141,6 +149,7 @@ class _Reader:
         self.stream, self.name, self.decode_list = stream, name, decode_list
         self.buf, self.pos, self.eof, self.consumed = "", 0, False, 0
         self.decoder = json.JSONDecoder()
+        self.ascii = True  # every character read so far: a character position is a byte's
 
     def fill(self) -> bool:
         if self.eof:
@@ -152,6 +161,8 @@ class _Reader:
         if not chunk:
             self.eof = True
             return False
+        if self.ascii and not chunk.isascii():  # O(1): CPython knows a str's widest char
+            self.ascii = False
         # Drop what was read once it is half the window: each character is copied O(1) times.
         if self.pos > len(self.buf) // 2:
             self.consumed += self.pos
@@ -277,14 +288,18 @@ class Handoff:
     end of one of the traceEvents array's own elements, which the head checks by decoding up to
     it: a position inside an element, or past the array, is refused and the head reads on."""
 
-    def __init__(self, near: int, boundary: Callable[[], int | None]):
+    def __init__(self, near: int, boundary: Callable[[], tuple[int | None, bool]]):
+        """`boundary()`: (the position or None, whether it counts bytes, not characters)."""
         self.near, self._boundary = near, boundary
         self.at: int | None = None
         self.asked = self.taken = False
 
-    def limit(self, window_end: int) -> int | None:
+    def limit(self, window_end: int, ascii_so_far: bool) -> int | None:
         if not self.asked and window_end >= self.near:
-            self.asked, self.at = True, self._boundary()
+            self.asked = True
+            self.at, in_bytes = self._boundary()
+            if in_bytes and not ascii_so_far:
+                self.at = None  # a byte offset is a character position only in ASCII text
         return self.at if not self.taken else None
 
 
@@ -294,7 +309,7 @@ def _elements(reader: _Reader, handoff: Handoff | None = None) -> Iterator[list]
     slow_until = 0  # before this absolute position, one element at a time
     while True:
         batch = None
-        at = handoff.limit(reader.window_end()) if handoff is not None else None
+        at = handoff.limit(reader.window_end(), reader.ascii) if handoff is not None else None
         if at is not None:
             if at <= reader.consumed + reader.pos:
                 handoff.at = None  # behind us: not a boundary of this array; read on
@@ -376,18 +391,25 @@ def raw_batches(path, meta: dict | None, decode_list: Callable[[str], list],
 
 
 def tail_batches(path, meta: dict | None, decode_list: Callable[[str], list], near: int,
-                 tell: Callable[[int | None], None]) -> Iterator[list]:
-    """The tail's events: from the first event boundary past character `near` (told to the
-    head by `tell`, None where there is none in reach: the head then reads it all) to the end,
-    and the top-level keys after the array into meta. The head checks the boundary; where it
-    refuses it, it reads on, and what this yields is not used."""
+                 tell: Callable[[int | None, bool], None]) -> Iterator[list]:
+    """The tail's events: from the first event boundary past `near` (told to the head by
+    `tell`, None where there is none in reach: the head then reads it all) to the end, and the
+    top-level keys after the array into meta. The head checks the boundary; where it refuses
+    it, it reads on, and what this yields is not used. A plain file is read from byte `near`
+    on (positions count bytes: the head takes them only where its text was ASCII), a gzip one
+    from its start (positions count characters)."""
     path = Path(path)
-    with _open_checked(path) as stream:
+    with _open_checked(path) as first:
+        bare = first.read(4096).lstrip(_WS).startswith("[")
+    in_bytes = not _is_gzip(path)
+    with _open_text(path, near if in_bytes else 0) as stream:
         reader = _Reader(stream, str(path), decode_list)
-        bare = reader.peek() == "["
-        reader.skip_to(near)
+        if in_bytes:
+            reader.consumed = near
+        else:
+            reader.skip_to(near)
         at = reader.next_boundary()
-        tell(at)
+        tell(at, in_bytes)
         if at is None:
             return
         reader.pos = at - reader.consumed
