@@ -2,9 +2,10 @@
 
 On one thread the profiler records a call's children inside its span, so in nesting order (by
 start, the longer first at equal starts: a parent before its child) the events around an event
-are the open ones that end after it starts: a stack. Readings of the nesting walk it here, in
-one pass per thread: each op's self time and enclosing op (steps.py) and the GEMM op around
-each launch (gemm_rates.py); a call's op tree (op_tree.py) writes the same walk out, for speed.
+are the open ones that end after it starts: a stack, walked in one pass per thread: here for
+the GEMM op around each launch (gemm_rates.py) and an op's calls (suggest); the two walks over
+every event, each op's self time and enclosing op (steps.py) and a call's op tree (op_tree.py),
+write the same walk out, for speed.
 """
 from __future__ import annotations
 

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from operator import attrgetter
 
 from suites.traces.gpu_timeline import Coverage, Intervals, subtract, union
 from suites.traces.events import Event, Trace
+
+_START = attrgetter("ts")
 
 DEVICE_SYNCS = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
 BUFFER_REQUEST = "Activity Buffer Request"
@@ -55,8 +58,9 @@ def find_flush(trace: Trace, closed: list[Event]) -> Flush | None:
                 return Flush(call, BY_FRAME)
     last = max(syncs, key=lambda c: c.ts)
     thread = (last.pid, last.tid)
-    for events in (trace.runtime, trace.cpu_ops):
-        if any(e.ts > last.ts and (e.pid, e.tid) == thread for e in events):
+    for events in (trace.runtime, trace.cpu_ops):  # each sorted by start (events.py)
+        later = events[bisect.bisect_right(events, last.ts, key=_START):]
+        if any((e.pid, e.tid) == thread for e in later):
             return None  # the program went on after it: its own sync
     if any(step.ts <= last.ts and last.end <= step.end for step in closed):
         return None  # inside a step the program closed: the profiler's stop comes after
