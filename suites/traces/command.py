@@ -28,8 +28,7 @@ from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, on_gpu, unread_device_categories
 from suites.traces.occupancy import ATTENTION_NOTE, is_attention
-from suites.traces.gpu_timeline import (FIELDS, linked, stream_timelines, timeline,
-                                        trace_timeline)
+from suites.traces.gpu_timeline import FIELDS, linked, stream_timelines, timeline
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 
@@ -65,17 +64,18 @@ def step_rows(profile: CallProfile) -> list[dict]:
 
 def timelines(trace, profile: CallProfile) -> list[dict]:
     """timeline.csv's rows: the whole trace, each step, each stream (GPU traces only)."""
-    whole = trace_timeline(trace)
+    counted, unlinked = linked(trace)  # TraceLens's rule in every scope
+    whole = timeline(counted, unlinked)
     if not whole.counted:
         return []
     rows = [whole.row("trace")]
     if on_gpu(profile.analysis.mode):
-        counted = {id(a) for a in linked(trace)[0]}  # TraceLens's rule in every scope
+        ids = {id(a) for a in counted}
         for step in profile.steps:
-            mine = [k for k in step.kernels if id(k) in counted]
+            mine = [k for k in step.kernels if id(k) in ids]
             if mine:
                 rows.append(timeline(mine, step.unlinked).row(step.name))
-    rows += [t.row(f"stream {stream}") for stream, t in stream_timelines(trace).items()]
+    rows += [t.row(f"stream {stream}") for stream, t in stream_timelines(trace, counted).items()]
     return rows
 
 

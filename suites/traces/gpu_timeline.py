@@ -179,9 +179,11 @@ def trace_timeline(trace: Trace) -> Timeline:
     return timeline(counted, unlinked)
 
 
-def stream_timelines(trace: Trace) -> dict:
-    """stream -> its timeline, over the linked activities on it, in stream order."""
-    counted, _ = linked(trace)
+def stream_timelines(trace: Trace, counted: list[Event] | None = None) -> dict:
+    """stream -> its timeline, over the linked activities on it (`counted`: linked(trace)'s,
+    where the caller has them), in stream order."""
+    if counted is None:
+        counted, _ = linked(trace)
     streams: dict = {}
     for e in counted:
         streams.setdefault(e.tid, []).append(e)

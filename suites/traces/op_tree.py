@@ -104,8 +104,12 @@ class _Tree:
             frames: list[list] = []
             for event in events:
                 start, dur = event.ts, event.dur
-                while frames and frames[-1][0] <= start:
-                    _close(frames.pop())
+                while frames and frames[-1][0] <= start:  # _close, written out
+                    _, _, children, ended, ended_dur = frames.pop()
+                    own = ended_dur - children
+                    ended[0] += 1
+                    ended[1] += own if own > 0.0 else 0.0
+                    ended[2] += ended_dur
                 if frames:
                     parent = frames[-1]
                     parent[2] += dur
