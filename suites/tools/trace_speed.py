@@ -4,8 +4,8 @@
         [--source TRACE] [--no-steps]
     python -m suites.tools.trace_speed --trace PATH      # measure an existing trace
 
-A user's training trace can be 1 GB of JSON, and the analysis must stay usable on it: the
-targets are under 60 s wall and under 1.5 GB peak RSS on a 2-core machine. This builds a trace
+A user's training trace can be 1 GB of JSON, and the analysis must keep up with the disk: the
+targets are under 10 s wall and under 1 GB of memory per GB of trace on a 2-core machine. This builds a trace
 of about the requested uncompressed size by repeating the events of a real Kineto trace (by
 default the B200 fixture: 62% python_function events, which are decoded but not kept; the
 A100 AlexNet fixture, with none, keeps 3x more events per MB), each copy one `ProfilerStep#N`
@@ -13,7 +13,8 @@ with its timestamps shifted past the previous copy and its correlation, External
 offset so copies stay distinct. Events are written one per line without indentation (denser
 than Kineto's own layout: more events per MB, so a harder test), as a stream in bounded memory.
 Then it runs the analysis in a subprocess and prints its wall time (interpreter start-up
-included), its peak RSS (the child's own, from wait4) and which JSON decoder read the trace
+included), the peak RSS of its processes (sampled: a big trace is read by two) and which JSON
+decoder read the trace
 (events.DECODER: msgspec, or json where msgspec is not installed, which reads ~1.5x slower).
 The machine may be shared and noisy: use --repeat.
 """
@@ -37,7 +38,8 @@ _REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SOURCE = next((p for p in (_REPO / "tests/fixtures/real_traces/b200_eager.json.gz",
                                    Path("/work/shared/fixtures/real_traces/b200_eager.json.gz"))
                        if p.is_file()), _REPO / "tests/fixtures/real_traces/b200_eager.json.gz")
-TARGET_S, TARGET_MB = 60.0, 1500.0
+# Issue 24's targets for 1 GB of trace (under 10 s, under 1 GB of memory), scaled to the size.
+TARGET_S_PER_GB, TARGET_MB_PER_GB = 10.0, 1000.0
 _ID_KEYS = ("correlation", "External id")
 
 
@@ -90,20 +92,52 @@ def write_trace(out: Path, megabytes: float, source: Path, compress: bool,
     return copy
 
 
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:  # gone, or not Linux
+        pass
+    return 0.0
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and its children (the analysis reads a big trace with a second process)."""
+    found = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(child) for child in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
 def measure(trace: Path) -> tuple[float, float, str]:
-    """(wall s, peak RSS MB, output) of one `python -m suites.analyze trace`."""
+    """(wall s, peak RSS MB, output) of one `python -m suites.analyze trace`: the peak of the
+    whole process tree's RSS, sampled every 20 ms (the reading's second process included), or
+    the analysis process's own peak (wait4) where that is higher."""
     with tempfile.TemporaryFile() as out:
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "suites.analyze", str(trace)],
                                 stdout=out, stderr=subprocess.STDOUT, cwd=_REPO)
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage, not all children's
+        tree_peak = 0.0
+        while True:
+            done, status, usage = os.wait4(proc.pid, os.WNOHANG)  # this child's own rusage
+            if done:
+                break
+            tree_peak = max(tree_peak, sum(_rss_mb(pid) for pid in _tree(proc.pid)))
+            time.sleep(0.02)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
     if proc.returncode != 0:
         sys.exit(f"trace_speed: analyze failed (exit {proc.returncode}):\n{text[-2000:]}")
-    return wall, usage.ru_maxrss / 1024, text  # ru_maxrss is in KiB on Linux
+    # The child's own peak (KiB on Linux), where the sampling missed a short one.
+    return wall, max(tree_peak, usage.ru_maxrss / 1024), text
 
 
 def main(argv=None) -> None:
@@ -134,11 +168,13 @@ def main(argv=None) -> None:
         for _ in range(args.repeat):
             wall, rss, text = measure(path)
             found = re.search(r"\((\d+) events", text)  # analyze's first line says how many
-            ok = "ok" if wall < TARGET_S and rss < TARGET_MB else "OVER TARGET"
+            gb = path.stat().st_size / 1e9
+            target_s, target_mb = TARGET_S_PER_GB * gb, TARGET_MB_PER_GB * gb
+            ok = "ok" if wall < target_s and rss < target_mb else "OVER TARGET"
             print(f"analyze {path.name} ({path.stat().st_size / 1e6:.0f} MB, "
                   f"{found.group(1) if found else '?'} events, read with {DECODER}): "
-                  f"{wall:.1f} s wall, {rss:.0f} MB "
-                  f"peak RSS (targets {TARGET_S:.0f} s, {TARGET_MB:.0f} MB: {ok})", flush=True)
+                  f"{wall:.1f} s wall, {rss:.0f} MB peak RSS of its processes (targets "
+                  f"{target_s:.3g} s, {target_mb:.0f} MB: {ok})", flush=True)
 
 
 if __name__ == "__main__":
