@@ -19,7 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from suites.traces.trace_text import Handoff, TraceFormatError, raw_batches, tail_batches
+from suites.traces.trace_text import (Handoff, TraceFormatError, is_gzip, raw_batches,
+                                     tail_batches)
 
 # Below this size one process is as fast: the fork and the pickling cost ~20 ms.
 MIN_BYTES = 16 << 20
@@ -45,16 +46,11 @@ def worth_splitting(path: Path) -> bool:
         return False  # the one-process read says what is wrong with the path
 
 
-def _gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
-
-
 def text_size(path: Path) -> int:
     """The trace's size in bytes of text, about: a gzip file's trailer holds it (modulo 4 GiB;
     the split is only less even where it is wrong)."""
     size = path.stat().st_size
-    if not _gzip(path):
+    if not is_gzip(path):
         return size
     with open(path, "rb") as f:
         f.seek(-4, os.SEEK_END)
@@ -67,7 +63,7 @@ def split_batches(path, meta: dict, decode_list: Callable[[str], list],
     """(the head's batches, then a call that gives what tail_work made of the tail's batches
     and the top-level keys after the events, or None where the head read everything)."""
     path = Path(path)
-    near = int(text_size(path) * (HEAD_SHARE_GZIP if _gzip(path) else HEAD_SHARE))
+    near = int(text_size(path) * (HEAD_SHARE_GZIP if is_gzip(path) else HEAD_SHARE))
     boundary_r, boundary_w = os.pipe()
     result_r, result_w = os.pipe()
     pid = os.fork()

@@ -107,7 +107,7 @@ class TraceFormatError(InputError):
     message says where and why."""
 
 
-def _is_gzip(path: Path) -> bool:
+def is_gzip(path: Path) -> bool:
     with open(path, "rb") as raw:
         return raw.read(2) == b"\x1f\x8b"
 
@@ -115,7 +115,7 @@ def _is_gzip(path: Path) -> bool:
 def _open_text(path: Path, at_byte: int = 0) -> IO[str]:
     """The file's text; from byte `at_byte` on where it is not gzip (a byte that may fall in a
     character: decoding errors are replaced, and the tail skips to a boundary anyway)."""
-    if _is_gzip(path):
+    if is_gzip(path):
         return gzip.open(path, "rt", encoding="utf-8", errors="replace")
     stream = open(path, "r", encoding="utf-8", errors="replace")
     if at_byte:
@@ -401,7 +401,7 @@ def tail_batches(path, meta: dict | None, decode_list: Callable[[str], list], ne
     path = Path(path)
     with _open_checked(path) as first:
         bare = first.read(4096).lstrip(_WS).startswith("[")
-    in_bytes = not _is_gzip(path)
+    in_bytes = not is_gzip(path)
     with _open_text(path, near if in_bytes else 0) as stream:
         reader = _Reader(stream, str(path), decode_list)
         if in_bytes:
