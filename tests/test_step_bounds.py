@@ -147,7 +147,7 @@ def test_nccl_kernels_and_pageable_copies_get_their_own_bounds(tmp_path):
     assert "pageable" in found[Code.COPIES].statement and "aten::op" in found[Code.COPIES].statement
 
 
-@pytest.mark.parametrize("category", ["cuda_profiler_range", "mtia_ccp_events"])
+@pytest.mark.parametrize("category", ["cuda_profiler_range", "mtia_insight"])
 def test_a_device_whose_activities_are_not_read_is_never_a_cpu(tmp_path, category, capsys):
     events = [event("ProfilerStep#1", "user_annotation", 0, 100),
               event("aten::mm", "cpu_op", 10, 80),
@@ -315,6 +315,19 @@ def test_a_gpu_job_without_its_device_side_reads_the_same_whatever_metadata(tmp_
     found = findings(prof)
     assert primary_codes(found) == [Code.NO_VERDICT]
     assert "recorded without its device's activities" in found[Code.NO_VERDICT].statement
+
+
+@pytest.mark.parametrize("backend", ["nccl", "mtia:hccl", "xccl"])
+def test_an_accelerator_backend_alone_marks_a_gpu_job(tmp_path, backend):
+    # Ops a CPU would run too; only the process group's backend says where the work ran.
+    events = [event("ProfilerStep#0", "user_annotation", 0, 1000),
+              event("aten::mm", "cpu_op", 10, 300)]
+    doc = {"traceEvents": events, "distributedInfo": {"backend": backend, "rank": 0}}
+    prof = CallProfile(analyze(read_trace(write(doc, tmp_path / "t.json"))))
+    assert prof.analysis.mode == "host-only"
+    doc["distributedInfo"]["backend"] = "gloo"
+    prof = CallProfile(analyze(read_trace(write(doc, tmp_path / "g.json"))))
+    assert prof.analysis.mode == "cpu"
 
 
 def test_a_long_call_in_every_step_is_the_steady_state_not_set_up(tmp_path):

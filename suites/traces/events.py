@@ -27,8 +27,10 @@ from suites.traces.event_args import GEMM_OPS, event_info
 from suites.traces.trace_text import (DECODER, RawArgs, RawEvent, TraceFormatError,  # noqa: F401
                                      decode_events, iter_raw_events, json_event, raw_batches)
 
-# Device-side activities: what "kernels per call" counts on a GPU.
-DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+# Device-side activities: what "kernels per call" counts on a GPU. MTIA writes its device's
+# activities as `mtia_ccp_events` (Kineto aliases them to its kernel type; HTA reads them as
+# kernels): read as kernels, its `dma*` ones as copies (gpu_timeline.kind).
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events"})
 # Other backends' runtime calls link their activities by correlation id the same way (Intel
 # XPU, out-of-tree PrivateUse1 devices, MTIA): read, so those activities are linked, not lost.
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "xpu_driver",

@@ -5,7 +5,7 @@ Which activities count: kernels, memcpys and memsets that are linked to a launch
 i.e. whose correlation id matches a runtime or driver event of the trace (an activity with no
 launch, e.g. one launched before the profiler started, is counted apart and reported, never
 dropped silently). Each counted activity is communication (a collective library's kernel:
-NCCL, RCCL), memcpy (a memcpy activity, or ROCm's copy kernels) or computation (everything
+NCCL, RCCL), memcpy (a memcpy activity, ROCm's copy kernels, MTIA's dma) or computation (everything
 else, memsets and fill kernels included). Each kind's intervals are merged into a union, then
 
     computation     = |computation|
@@ -33,6 +33,9 @@ from suites.traces.events import Event, Trace
 
 COMM = re.compile(r"nccl|rccl", re.IGNORECASE)
 ROCM_COPY = re.compile(r"^(MEMORY_COPY|__amd_rocclr_copyBuffer)")
+# MTIA's device activities: its copies are its DMA transfers (named dma..., as HTA groups them).
+MTIA = "mtia_ccp_events"
+COMM_CATS = frozenset({"kernel", MTIA})
 FIELDS = ("computation_us", "exposed_comm_us", "exposed_memcpy_us", "busy_us", "idle_us",
           "total_us")
 
@@ -44,9 +47,10 @@ def kind(event: Event) -> str:
     key = (event.cat, event.name)
     found = _KINDS.get(key)
     if found is None:
-        if event.cat == "gpu_memcpy" or ROCM_COPY.match(event.name):
+        if (event.cat == "gpu_memcpy" or ROCM_COPY.match(event.name)
+                or (event.cat == MTIA and event.name.startswith("dma"))):
             found = "memcpy"
-        elif event.cat == "kernel" and COMM.search(event.name):
+        elif event.cat in COMM_CATS and COMM.search(event.name):
             found = "communication"
         else:
             found = "computation"

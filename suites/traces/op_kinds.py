@@ -17,6 +17,7 @@ LAUNCH_APIS = frozenset({
     "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
     "hipLaunchKernel", "hipExtLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel",
     "hipLaunchCooperativeKernel", "hipGraphLaunch", "hipMemcpyAsync", "hipMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution",  # MTIA's (in mtia_runtime)
 })
 
 # Kernels Inductor generates: pointwise, reduction, persistent reduction and template kernels on
@@ -67,8 +68,9 @@ def is_launch_api(name: str) -> bool:
 
 @_per_name
 def is_sync_api(name: str) -> bool:
-    """cudaDeviceSynchronize, cudaStreamSynchronize, hipEventSynchronize...: the host waits."""
-    return name.startswith(("cuda", "cu", "hip")) and "Synchronize" in name
+    """cudaDeviceSynchronize, cudaStreamSynchronize, hipEventSynchronize, another runtime's
+    stream or device synchronize...: the host waits. Asked of runtime calls only."""
+    return "synchronize" in name.lower()
 
 
 @_per_name
