@@ -77,6 +77,34 @@ def test_the_findings_name_the_skew_and_the_verdicts_that_differ(skewed):
     assert across.waiting_note(ranks[2], steps) == ""
 
 
+def test_a_rank_that_mostly_waits_for_the_slowest_is_judged_waiting_not_communicating(skewed):
+    ranks, steps = skewed
+    for r in ranks[:2]:
+        assert r.own_verdict == "host-bound (CPU collectives)"
+        assert r.verdict == "waiting for rank 2 (skew)" and r.skew.slowest == 2
+        wait = statistics.fmean(s.wait_us[r.rank] for s in steps)
+        window = statistics.fmean(s.window_us[r.rank] for s in steps)
+        assert r.share == pytest.approx(wait / window) and r.share > 0.5
+        # the runner-up is the communication itself, the rest of its time in collectives
+        pure = statistics.fmean(s.pure_us for s in steps) / window
+        assert r.runner_up == "CPU collectives"
+        assert r.skew.runner_up_share == pytest.approx(pure, abs=0.02)
+        assert across.skew_statement(r).startswith(
+            f"waiting for rank 2 (skew): {r.share:.0%} of its step")
+    slow = ranks[2]
+    assert slow.skew is None and slow.verdict == slow.own_verdict == "host-bound (CPU compute)"
+    assert across.skew_statement(slow) == ""
+    differ = next(line for line in across.findings(ranks, steps)
+                  if line.startswith("verdicts differ"))
+    assert differ.startswith("verdicts differ: most ranks waiting for rank 2 (skew); rank 2 "
+                             "host-bound (CPU compute) (ranks 0 and 1 read as bound"), differ
+
+
+def test_balanced_ranks_keep_their_own_verdicts():
+    ranks, _ = load("balanced")
+    assert all(r.skew is None and r.verdict == r.own_verdict for r in ranks)
+
+
 def test_ranks_come_from_the_traces_not_the_file_order(skewed):
     ranks, steps = load("skewed", reverse=True)
     assert [r.rank for r in ranks] == [0, 1, 2]

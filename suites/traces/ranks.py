@@ -14,6 +14,11 @@ is the same iteration on every rank):
 - the slowest rank of a step is the one the others waited for (the least skew wait), or, in a
   step without collectives, the one with the longest window.
 
+A rank's own trace reads its wait for the slowest rank as time in collectives: its verdict says
+"communication-bound". Where that wait is the largest part of its step, the job's verdict for the
+rank is "waiting for rank N (skew)", with the communication itself (or the trace's own runner-up)
+as runner-up; its own verdict is kept beside it.
+
 Durations only: the ranks' clocks need not agree (another host's clock can be seconds off).
 """
 from __future__ import annotations
@@ -42,11 +47,39 @@ class Rank:
     profile: CallProfile
     bound: PrimaryBound | None = None
     backend: str = ""
+    skew: Skew | None = None  # set by across(): its wait for the slowest rank bounds its step
+
+    @property
+    def own_verdict(self) -> str:
+        """What its own trace says, the other ranks unseen."""
+        b = self.bound.bound if self.bound else None
+        return f"{b.side}-bound ({b.kind})" if b else "no verdict"
 
     @property
     def verdict(self) -> str:
-        b = self.bound.bound if self.bound else None
-        return f"{b.side}-bound ({b.kind})" if b else "no verdict"
+        """The verdict with the other ranks seen: a wait for the slowest rank is named so."""
+        return f"waiting for rank {self.skew.slowest} (skew)" if self.skew else self.own_verdict
+
+    @property
+    def share(self) -> float:
+        if self.skew:
+            return self.skew.share
+        return self.bound.bound.share if self.bound else float("nan")
+
+    @property
+    def runner_up(self) -> str:
+        if self.skew:
+            return self.skew.runner_up
+        return self.bound.bound.runner_up if self.bound else ""
+
+
+@dataclass
+class Skew:
+    """A rank whose largest part of a step is waiting in collectives for the slowest rank."""
+    slowest: int
+    share: float  # of its step, waiting
+    runner_up: str  # the next part: the communication itself, or its trace's own runner-up
+    runner_up_share: float
 
 
 @dataclass
@@ -118,7 +151,36 @@ def across(ranks: list[Rank]) -> list[StepAcross]:
         if row.slowest is None:
             row.slowest = max(row.window_us, key=row.window_us.get)
         out.append(row)
+    for r in ranks:
+        r.skew = _skew(r, out)
     return out
+
+
+# The rank's own bound kinds that hold its collectives (CPU job, GPU job).
+_COLLECTIVE_KINDS = ("CPU collectives", "communication")
+
+
+def _skew(rank: Rank, steps: list[StepAcross]) -> Skew | None:
+    """The rank's skew verdict, where its own trace calls it bound on its collectives and more
+    of its step is waiting for the slowest rank than anything else (the communication itself
+    and its own runner-up included); else None."""
+    b = rank.bound.bound if rank.bound else None
+    matched = [s for s in steps if rank.rank in s.wait_us]
+    if b is None or b.kind not in _COLLECTIVE_KINDS or not matched:
+        return None
+    window = statistics.fmean(s.window_us[rank.rank] for s in matched)
+    wait = statistics.fmean(s.wait_us[rank.rank] for s in matched)
+    pure = statistics.fmean(s.collective_us[rank.rank] for s in matched) - wait
+    if window <= 0:
+        return None
+    others = sorted([(pure / window, b.kind),
+                     (b.runner_up_us / b.window_us if b.runner_up and b.window_us > 0 else 0.0,
+                      b.runner_up)], reverse=True)
+    (next_share, next_kind) = others[0]
+    if wait / window <= next_share:
+        return None
+    slowest = Counter(s.slowest for s in matched).most_common(1)[0][0]
+    return Skew(slowest, wait / window, next_kind if next_share > 0 else "", next_share)
 
 
 def load(profiles: list[tuple[Path, CallProfile]]) -> list[Rank]:
@@ -140,11 +202,9 @@ def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
     rows = []
     for r in ranks:
         mine = [s for s in steps if r.rank in s.collective_us]
-        b = r.bound.bound if r.bound else None
         rows.append({
             "rank": r.rank, "trace": r.path.name, "verdict": r.verdict,
-            "share": b.share if b else float("nan"),
-            "runner_up": b.runner_up if b else "",
+            "share": r.share, "runner_up": r.runner_up, "own_verdict": r.own_verdict,
             "step_ms": statistics.median(s.window_us[r.rank] for s in steps) / 1e3
             if steps else float("nan"),
             "collectives_ms": statistics.fmean(s.collective_us[r.rank] for s in mine) / 1e3
@@ -156,9 +216,21 @@ def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
     return rows
 
 
+def skew_statement(rank: Rank) -> str:
+    """The job's verdict for a rank that mostly waits for the slowest, before its own; "" for
+    any other rank."""
+    skew = rank.skew
+    if skew is None:
+        return ""
+    after = f"; next: {skew.runner_up} {skew.runner_up_share:.0%}" if skew.runner_up else ""
+    return (f"waiting for rank {skew.slowest} (skew): {skew.share:.0%} of its step is waiting in "
+            f"collectives for that rank{after}. Its own trace says: ")
+
+
 def waiting_note(rank: Rank, steps: list[StepAcross]) -> str:
     """For a rank whose time in collectives is mostly waiting for another: how much, for whom.
-    Its own verdict reads that wait as communication; this says what it is."""
+    Its own verdict reads that wait as communication; this says what it is (after its skew
+    statement, where the wait is its largest part)."""
     matched = [s for s in steps if rank.rank in s.wait_us]
     if not matched:
         return ""
@@ -207,8 +279,22 @@ def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
                 f"rank {r.rank} {r.verdict}" for r in ranks if r.verdict != common)
         else:  # no majority
             said = ", ".join(f"rank {r.rank} {r.verdict}" for r in ranks)
-        lines.append(f"verdicts differ: {said}" + (
-            f" (a rank that waits for rank {top} reads as bound on its collectives)"
-            if matched and any("collectives" in r.verdict or "communication" in r.verdict
-                               for r in ranks) else ""))
+        waiting = [r for r in ranks if r.skew]
+        if waiting:
+            why = (f" ({_ranks(waiting)} {'reads' if len(waiting) == 1 else 'read'} as bound on "
+                   f"collectives in {'its' if len(waiting) == 1 else 'their'} own trace: that "
+                   f"time is waiting; what slows rank {top} sets the job's pace)")
+        elif matched and any(r.own_verdict.endswith(tuple(f"({k})" for k in _COLLECTIVE_KINDS))
+                             for r in ranks):
+            why = f" (a rank that waits for rank {top} reads as bound on its collectives)"
+        else:
+            why = ""
+        lines.append(f"verdicts differ: {said}{why}")
     return lines
+
+
+def _ranks(ranks: list[Rank]) -> str:
+    numbers = [str(r.rank) for r in ranks]
+    if len(numbers) == 1:
+        return f"rank {numbers[0]}"
+    return f"ranks {', '.join(numbers[:-1])} and {numbers[-1]}"
