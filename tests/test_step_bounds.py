@@ -377,13 +377,17 @@ def test_python_frames_of_the_programs_own_work_are_host_code_by_their_names(tmp
     # with_stack: a 7 ms preprocessing frame launches nothing while the device waits; the
     # model's frame holds the launches (launch and dispatch, not host code); short frames are
     # not kept.
+    # Another thread (tqdm's monitor) waits through the same stretch: not this program's host
+    # code, though it too launches nothing.
     def frames(step, t0):
         return [event("video.py(120): preprocess", "python_function", t0 + 5_000, 6_900),
                 event("model.py(10): forward", "python_function", t0 + 0.5, 4_000),
-                event("utils.py(3): tiny", "python_function", t0 + 11_950, 20)]
+                event("utils.py(3): tiny", "python_function", t0 + 11_950, 20),
+                event("threading.py(359): wait", "python_function", t0 + 4_900, 7_000, tid=0)]
     prof = profile(gpu_trace(host_us=12_000, kernel_us=5.0, extra=frames), tmp_path)
     assert {e.name for e in prof.analysis.trace.python_ranges} == {
-        "video.py(120): preprocess", "model.py(10): forward"}
+        "video.py(120): preprocess", "model.py(10): forward", "threading.py(359): wait"}
     found = findings(prof)
     said = found[Code.HOST_CODE_BOUND].statement
     assert "video.py(120): preprocess" in said and "forward" not in said, said
+    assert "threading.py" not in said, said

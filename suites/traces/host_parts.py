@@ -132,12 +132,19 @@ def _host_code(trace: Trace) -> list[Event]:
     host work of its own (preprocessing, tokenising), not the profiler's steps, a DataLoader
     or a collective, and not a range around a model's launches ("forward": its host time is
     launch and dispatch). Python frames (with_stack) count where they are long enough to be
-    kept (events.PYTHON_RANGE_MIN_US)."""
-    launches = sorted(c.ts for c in trace.runtime if is_launch_api(c.name))
+    kept (events.PYTHON_RANGE_MIN_US). Only ranges on the threads that launch device work (where
+    nothing is launched: that run ops, runtime calls or annotated ranges) count: another
+    thread's frames (tqdm's monitor waiting, 50 ms, over the whole trace) are not what the
+    program's own thread did while the device waited."""
+    calls = [c for c in trace.runtime if is_launch_api(c.name)]
+    launches = sorted(c.ts for c in calls)
+    working = {(c.pid, c.tid) for c in calls} or {
+        (e.pid, e.tid) for e in trace.cpu_ops + trace.runtime + trace.annotations}
     out = []
     for e in trace.annotations + trace.python_ranges:
         if (e.name.startswith(STEP_PREFIX) or is_data_loading(e.name)
-                or is_cpu_collective(e.name) or e.dur <= 0):
+                or is_cpu_collective(e.name) or e.dur <= 0
+                or (working and (e.pid, e.tid) not in working)):
             continue
         i = bisect.bisect_left(launches, e.ts)
         if i < len(launches) and launches[i] < e.end:
