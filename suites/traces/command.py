@@ -28,7 +28,8 @@ from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, on_gpu, unread_device_categories
 from suites.traces.occupancy import ATTENTION_NOTE, is_attention
-from suites.traces.gpu_timeline import FIELDS, linked, stream_timelines, timeline
+from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, stream_timelines,
+                                       timeline)
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 
@@ -75,7 +76,8 @@ def timelines(trace, profile: CallProfile) -> list[dict]:
             mine = [k for k in step.kernels if id(k) in ids]
             if mine:
                 rows.append(timeline(mine, step.unlinked).row(step.name))
-    rows += [t.row(f"stream {stream}") for stream, t in stream_timelines(trace, counted).items()]
+    rows += [t.row(scope) for scope, t in device_timelines(counted).items()]
+    rows += [t.row(scope) for scope, t in stream_timelines(trace, counted).items()]
     return rows
 
 

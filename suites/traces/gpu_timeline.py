@@ -183,13 +183,36 @@ def trace_timeline(trace: Trace) -> Timeline:
     return timeline(counted, unlinked)
 
 
+def by_device(activities: list[Event]) -> dict:
+    """device -> its activities, in device order. A device activity's `pid` is its device: one
+    process that drives several GPUs (a model split over them) writes each one's apart."""
+    devices: dict = {}
+    for e in activities:
+        devices.setdefault(e.pid, []).append(e)
+    return dict(sorted(devices.items(), key=lambda item: str(item[0])))
+
+
 def stream_timelines(trace: Trace, counted: list[Event] | None = None) -> dict:
-    """stream -> its timeline, over the linked activities on it (`counted`: linked(trace)'s,
-    where the caller has them), in stream order."""
+    """scope -> its timeline, over the linked activities on each stream (`counted`:
+    linked(trace)'s, where the caller has them), in stream order: "stream 7", or "device 1
+    stream 7" where the trace holds several devices (their stream ids repeat)."""
     if counted is None:
         counted, _ = linked(trace)
-    streams: dict = {}
-    for e in counted:
-        streams.setdefault(e.tid, []).append(e)
-    return {stream: timeline(events) for stream, events in
-            sorted(streams.items(), key=lambda item: str(item[0]))}
+    devices = by_device(counted)
+    scopes: dict = {}
+    for device, events in devices.items():
+        streams: dict = {}
+        for e in events:
+            streams.setdefault(e.tid, []).append(e)
+        prefix = f"device {device} " if len(devices) > 1 else ""
+        for stream, mine in sorted(streams.items(), key=lambda item: str(item[0])):
+            scopes[f"{prefix}stream {stream}"] = timeline(mine)
+    return scopes
+
+
+def device_timelines(counted: list[Event]) -> dict:
+    """"device N" -> its timeline, where the activities run on several devices; else {}."""
+    devices = by_device(counted)
+    if len(devices) < 2:
+        return {}
+    return {f"device {device}": timeline(events) for device, events in devices.items()}

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.findings.devices import device_shares
 from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, StepBound,
                                                 duration, host_side, primary_bound)
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
@@ -151,6 +152,11 @@ def bound(ctx: FindingContext):
     thin = thin_evidence(ctx)
     if thin:
         statement += f" [low confidence: {thin}]"
+    devices = device_shares(ctx.profile) if ctx.row is None else None
+    if devices is not None:
+        statement += (f" [{len(devices.alone)} devices read as one, busy when any is; alone: "
+                      f"{devices.shares()}" + (", taking turns" if devices.take_turns else "")
+                      + "]")
     if found.steps < found.of:  # the steps disagree: say how many share the bound
         statement += f" [{found.steps} of {found.of} steps; shown: {found.step.name}]"
     severity = Severity.INFO if code in WORK_CODES else Severity.NOTICE

@@ -77,6 +77,9 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.QUEUE_FULL: ("the host runs ahead of the device: the launch queue is full",
                       "matmul"),
     Code.QUEUE_EMPTY: ("the device drains its queue and waits for the next launch", "matmul"),
+    Code.SEVERAL_DEVICES: ("one process drives several devices (a model split across GPUs): "
+                           "each device's busy share alone, and whether they work at once or "
+                           "take turns, each idle while the other works", "fusebench"),
     Code.PROFILER_FLUSH: ("the long cudaDeviceSynchronize at the end of the active window is "
                           "the profiler's flush, not the program's cost", "matmul"),
     Code.PROFILER_BUFFER_GAPS: ("gaps between kernels that overlap an Activity Buffer Request: "

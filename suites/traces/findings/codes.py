@@ -48,6 +48,8 @@ class Code(StrEnum):
     KERNEL_VARIANCE = "kernel_variance"
     QUEUE_FULL = "queue_full"
     QUEUE_EMPTY = "queue_empty"
+    # several devices in one trace (devices.py)
+    SEVERAL_DEVICES = "several_devices"
     # what the profiler itself put in the trace (artifacts.py)
     PROFILER_FLUSH = "profiler_flush"
     PROFILER_BUFFER_GAPS = "profiler_buffer_gaps"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from suites.traces.findings import (artifacts, bounds, compiled, copies, fusion, kernels,
-                                    timeline)
+from suites.traces.findings import (artifacts, bounds, compiled, copies, devices, fusion,
+                                    kernels, timeline)
 from suites.traces.findings import tree as op_trees
 from suites.traces.findings import gemms, occupancy
 from suites.traces.findings.core import (Finding, FindingContext, Row, column_value, is_ok,
@@ -26,6 +26,7 @@ DETECTORS: tuple[Detector, ...] = (
     gemms.gemm_rates_differ, occupancy.occupancy_limited,
     op_trees.op_tree_diff, op_trees.fat_leaf,
     timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,
+    devices.several_devices,
 )
 
 
