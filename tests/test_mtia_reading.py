@@ -59,6 +59,9 @@ def test_the_same_work_in_mtia_vocabulary_reads_the_same(name, tmp_path):
     assert [s.n_kernels for s in prof_b.steps] == [s.n_kernels for s in prof_a.steps]
     assert [(f.code, f.statement) for f in found_b] == [(f.code, f.statement) for f in found_a]
     assert found_b and found_b[0].code != Code.NO_VERDICT
+    def copies(prof):
+        return sum(r["calls_per_call"] for r in prof.kernel_rows() if r["kind"] == "memcpy")
+    assert copies(prof_b) == copies(prof_a)  # its dma transfers are copies in the kernel table
 
 
 def test_mtia_dma_is_a_copy_and_its_other_activities_compute():

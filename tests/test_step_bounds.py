@@ -391,3 +391,19 @@ def test_python_frames_of_the_programs_own_work_are_host_code_by_their_names(tmp
     said = found[Code.HOST_CODE_BOUND].statement
     assert "video.py(120): preprocess" in said and "forward" not in said, said
     assert "threading.py" not in said, said
+
+
+@pytest.mark.parametrize("kernel_us, name, advice", [
+    (47.5, "gemm", "the place to optimise first"),  # the device sets the step's time
+    (2.0, "gemm", "a faster kernel would not shorten it"),  # the host does
+    (47.5, "ncclDevKernel_AllReduce_Sum", "a collective"),  # nothing to tune in the kernel
+])
+def test_a_dominant_kernel_gets_advice_it_can_act_on(tmp_path, kernel_us, name, advice):
+    def small(step, t0):
+        return [event("cudaLaunchKernel", "cuda_runtime", t0 + 80, 2, correlation=9000 + step),
+                event("tiny", "kernel", t0 + 83, 0.1, tid=7, correlation=9000 + step)]
+    found = findings(profile(gpu_trace(kernel_us=kernel_us, kernel_name=name, extra=small),
+                             tmp_path))
+    said = found[Code.DOMINANT_KERNEL].statement
+    assert name in said and advice in said, said
+    assert_consistent(found)

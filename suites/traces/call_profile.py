@@ -7,11 +7,17 @@ from dataclasses import dataclass, field
 
 from suites.traces.device_time import kernel_us, on_gpu
 from suites.traces.gemm_rates import GemmLaunch, gemm_launches
+from suites.traces.gpu_timeline import kind
 from suites.traces.kernel_details import KernelDetails
 from suites.traces.op_tree import op_tree
 from suites.traces.steps import TraceAnalysis
 
 _KIND = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+
+
+def _row_kind(activity) -> str:
+    """kernel, memcpy or memset; another device's activities (MTIA's) by what they do."""
+    return _KIND.get(activity.cat) or ("memcpy" if kind(activity) == "memcpy" else "kernel")
 
 
 def _median(values) -> float:
@@ -66,7 +72,7 @@ class CallProfile:
         gpu = on_gpu(self.analysis.mode)
         for step in self.steps:
             for kernel in step.kernels:
-                key = (kernel.name, _KIND.get(kernel.cat, "kernel") if gpu else "cpu_op")
+                key = (kernel.name, _row_kind(kernel) if gpu else "cpu_op")
                 count[key] += 1
                 total[key] += kernel_us(kernel, gpu)
                 launched[key].append(kernel)

@@ -12,7 +12,7 @@ from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, Ste
                                                 duration, host_side, primary_bound)
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
                                        unread_device_categories)
-from suites.traces.gpu_timeline import kind
+from suites.traces.gpu_timeline import COMM, kind
 from suites.traces.op_kinds import is_copy_api, is_sync_api
 
 DOMINANT_SHARE = 0.5  # one kernel's share of the device time
@@ -229,8 +229,14 @@ def dominant_kernel(ctx: FindingContext):
         found = profile_bound(ctx)
         # Where the host sets the step's time, a faster kernel would only lengthen the wait.
         host = found is not None and found.bound.side != DEVICE
-        advice = (f"but the step is {found.bound.side}-bound ({found.bound.kind}): a faster "
-                  "kernel would not shorten it" if host else "the place to optimise first")
+        if COMM.search(top["kernel"]):  # a collective's time is the transfer and the wait
+            advice = ("a collective: its time is the communication and any wait for the other "
+                      "ranks, not a kernel to tune")
+        elif host:
+            advice = (f"but the step is {found.bound.side}-bound ({found.bound.kind}): a faster "
+                      "kernel would not shorten it")
+        else:
+            advice = "the place to optimise first"
         yield Finding(Code.DOMINANT_KERNEL, Severity.INFO,
                       f"one kernel takes {top['total_us_per_call'] / total:.0%} of the device "
                       f"time: {top['kernel'][:80]} ({top['calls_per_call']:g} per step, "
