@@ -72,3 +72,31 @@ def test_one_device_says_nothing_and_keeps_its_stream_names(tmp_path):
                 if f.code == Code.SEVERAL_DEVICES]
     assert [r["scope"] for r in timelines(profile.analysis.trace, profile)] == [
         "trace", "ProfilerStep#0", "stream 7"]
+
+
+def test_two_processes_merged_into_one_file_lower_confidence_and_say_why(tmp_path, capsys):
+    """Two ranks' traces in one file (each on its own GPU): their steps overlap and each would
+    count the other's kernels; the verdict says so, and how to read them instead."""
+    import copy
+    from trace_builders import load
+    from pathlib import Path
+    doc = load(Path(__file__).parent / "fixtures" / "real_traces" / "h100_bert_small.json.gz")
+    other = copy.deepcopy(doc["traceEvents"])
+    for e in other:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            e["pid"] = 1
+        elif isinstance(e.get("pid"), int):
+            e["pid"] += 1000
+        if isinstance(e.get("ts"), (int, float)):
+            e["ts"] += 37.0
+        if isinstance(e.get("args"), dict) and "correlation" in e["args"]:
+            e["args"]["correlation"] += 10 ** 6
+    doc["traceEvents"] += other
+    path = write(doc, tmp_path / "merged.json")
+    profile = CallProfile(analyze(read_trace(path)))
+    assert len(profile.analysis.step_processes) == 2
+    primary = next(f for f in run_detectors(FindingContext(profile=profile))
+                   if f.code == Code.OVERHEAD_BOUND)
+    assert "[low confidence: the steps of 2 processes" in primary.statement
+    assert main([str(path)]) == 0
+    assert "analyse one trace per process" in capsys.readouterr().out

@@ -124,6 +124,11 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
             "leave them out)" if device else ""))
     for cat, count in unread_device_categories(trace).items():
         lines.append(f"note: {count} activities of category {cat} not analysed")
+    if len(analysis.step_processes) > 1:
+        lines.append(f"note: the steps of {len(analysis.step_processes)} processes (pids "
+                     f"{', '.join(analysis.step_processes)}) are in this one file: their steps "
+                     "overlap and each counts the others' work; analyse one trace per process "
+                     "(a folder of them reads as the ranks of a job)")
     if analysis.pre_trace_device:
         lines.append(f"note: {analysis.pre_trace_device} device activities started before the "
                      "trace's first launch call (launched before the profiler started): kept "

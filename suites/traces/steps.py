@@ -108,6 +108,9 @@ class TraceAnalysis:
     # Of those, the ones that started before the trace's first launch call: launched before the
     # profiler started, kept out of every step's own work (the first step would absorb them).
     pre_trace_device: int = 0
+    # The processes (pids) whose step ranges the trace holds: more than one is several ranks'
+    # traces merged into one file, whose steps overlap and count each other's work.
+    step_processes: tuple = ()
 
 
 def nest_cpu_events(trace: Trace) -> dict:
@@ -273,9 +276,10 @@ def analyze(trace: Trace, label: str | None = None,
             device_end = max([device_end] + [k.end for k in metrics.kernels])
         steps.append(metrics)
     attributed = sum(s.n_kernels for s in steps) if gpu else 0
+    processes = tuple(sorted({str(step.pid) for step, _ in calls if step.pid is not None}))
     return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
-                         len(pre_trace) if gpu else 0)
+                         len(pre_trace) if gpu else 0, processes)
 
 
 def _by_time(activities: list[Event], calls: list[Event]) -> dict[int, list[Event]]:
