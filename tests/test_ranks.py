@@ -131,3 +131,18 @@ def test_bad_multi_rank_input_is_one_line(tmp_path, capsys):
     assert "a folder with no trace in it" in capsys.readouterr().err
     assert command.main([str(FIXTURES / "skewed"), "--suggest"]) == 2
     assert "--suggest reads one trace" in capsys.readouterr().err
+
+
+def test_gpu_ranks_show_their_timelines_side_by_side(skewed):
+    from suites.traces.gpu_timeline import trace_timeline
+    real = Path(__file__).parent / "fixtures" / "real_traces"
+    paths = [real / "h100_bert_small.json.gz", real / "mi300_bert_small.json.gz"]
+    ranks = across.load([(p, CallProfile(analyze(read_trace(p)))) for p in paths])
+    rows = across.rank_rows(ranks, across.across(ranks))
+    for row, r in zip(rows, ranks):
+        t = trace_timeline(r.profile.analysis.trace)
+        assert row["computation_pct"] == pytest.approx(100 * t.computation_us / t.total_us)
+        assert row["idle_pct"] == pytest.approx(100 * t.idle_us / t.total_us)
+        assert 85 < row["idle_pct"] < 95  # both launch-bound: the GPU mostly idle
+    cpu_ranks, cpu_steps = skewed
+    assert "computation_pct" not in across.rank_rows(cpu_ranks, cpu_steps)[0]

@@ -33,7 +33,7 @@ from suites.traces.device_time import on_gpu
 from suites.traces.findings import FindingContext
 from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.step_bound import PrimaryBound, duration
-from suites.traces.gpu_timeline import Intervals, kind, union
+from suites.traces.gpu_timeline import Intervals, kind, trace_timeline, union
 from suites.traces.op_kinds import is_cpu_collective
 
 
@@ -198,8 +198,10 @@ def load(profiles: list[tuple[Path, CallProfile]]) -> list[Rank]:
 
 
 def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
-    """ranks.csv: per rank, its verdict and what it spent per step."""
+    """ranks.csv: per rank, its verdict and what it spent per step; on a GPU job, its GPU
+    timeline's shares too."""
     rows = []
+    gpu = any(on_gpu(r.profile.analysis.mode) for r in ranks)  # their timelines side by side
     for r in ranks:
         mine = [s for s in steps if r.rank in s.collective_us]
         rows.append({
@@ -212,8 +214,20 @@ def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
             "waiting_for_slowest_ms": statistics.fmean(s.wait_us[r.rank] for s in mine) / 1e3
             if mine else 0.0,
             "pure_comm_ms": statistics.fmean(s.pure_us for s in mine) / 1e3 if mine else 0.0,
-            "slowest_in_steps": sum(s.slowest == r.rank for s in steps)})
+            "slowest_in_steps": sum(s.slowest == r.rank for s in steps),
+            **(_timeline_shares(r) if gpu else {})})
     return rows
+
+
+TIMELINE_SHARES = {"computation_us": "computation_pct", "exposed_comm_us": "exposed_comm_pct",
+                   "exposed_memcpy_us": "exposed_memcpy_pct", "idle_us": "idle_pct"}
+
+
+def _timeline_shares(rank: Rank) -> dict:
+    """The rank's GPU timeline (TraceLens's definitions, gpu_timeline.py) as shares of its
+    total; NaN for a rank without linked device work."""
+    t = trace_timeline(rank.profile.analysis.trace)
+    return {column: t.percent(field) for field, column in TIMELINE_SHARES.items()}
 
 
 def skew_statement(rank: Rank) -> str:
