@@ -26,7 +26,8 @@ def run(capsys, *argv):
 def test_triton_fixture_summary(capsys, tmp_path):
     code, out, _ = run(capsys, TRITON_TRACE, "--csv", tmp_path)
     assert code == 0
-    assert "mode: gpu (CUDA, ROCm or MTIA activities) on NVIDIA A100-PG509-200; 1 step(s)" in out
+    assert ("mode: gpu (CUDA, ROCm or MTIA activities) on NVIDIA A100-PG509-200; 1 step(s)"
+            in out)
     assert "triton_poi_fused_add_cos_sin_0" in out and "queue_empty" in out
     steps = pd.read_csv(tmp_path / "steps.csv")
     assert steps["kernels"].tolist() == [1] and steps["launch_api_us"].iloc[0] == pytest.approx(47.768)

@@ -113,7 +113,8 @@ def summary(path: Path, profile: CallProfile, findings, top: int, seconds: float
             timeline_rows: list[dict] | None = None) -> str:
     analysis, trace = profile.analysis, profile.analysis.trace
     device = _device_name(trace.meta)
-    mode = {GPU: "gpu (CUDA, ROCm or MTIA activities)", "cpu": "cpu (no device in the trace)"}.get(
+    mode = {GPU: "gpu (CUDA, ROCm or MTIA activities)",
+            "cpu": "cpu (no device in the trace)"}.get(
         analysis.mode, "host only (a device whose activities the trace lacks)")
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds:.1f} s)",
              f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"]

@@ -53,7 +53,8 @@ _GPU_OP_NAMES = re.compile(r"cuda|cudnn|nccl|rccl|_flash_attention|_efficient_at
 def gpu_job_hint(trace: Trace) -> str:
     """Why the trace is a GPU job's though it holds no device activity, or ""."""
     info = trace.meta.get("distributedInfo")
-    if isinstance(info, dict) and re.search(r"nccl|xccl|hccl|mtia", str(info.get("backend", "")), re.I):
+    backend = str(info.get("backend", "")) if isinstance(info, dict) else ""
+    if re.search(r"nccl|xccl|hccl|mtia", backend, re.I):  # an accelerator's collectives
         return f"its process group's backend is {info['backend']}"
     for event in trace.cpu_ops:
         if _GPU_OP_NAMES.search(event.name):

@@ -5,8 +5,9 @@ Which activities count: kernels, memcpys and memsets that are linked to a launch
 i.e. whose correlation id matches a runtime or driver event of the trace (an activity with no
 launch, e.g. one launched before the profiler started, is counted apart and reported, never
 dropped silently). Each counted activity is communication (a collective library's kernel:
-NCCL, RCCL), memcpy (a memcpy activity, ROCm's copy kernels, MTIA's dma) or computation (everything
-else, memsets and fill kernels included). Each kind's intervals are merged into a union, then
+NCCL, RCCL), memcpy (a memcpy activity, ROCm's copy kernels, MTIA's dma) or computation
+(everything else, memsets and fill kernels included). Each kind's intervals are merged into a
+union, then
 
     computation     = |computation|
     exposed comm    = |communication - computation|

@@ -58,9 +58,9 @@ def several_devices(ctx: FindingContext):
     if found is None:
         return
     statement = (f"{len(found.alone)} devices in one trace: the steps' figures and verdict read "
-                 f"them as one device, busy when any is; alone, each is busy "
-                 f"({found.shares()}) of the {found.span_us / 1e3:.3g} ms span, and two or more "
-                 f"are busy at once for {found.together_us / found.span_us:.0%} of it")
+                 f"them as one device, busy when any is; busy alone: {found.shares()} of the "
+                 f"{found.span_us / 1e3:.3g} ms span; two or more busy at once: "
+                 f"{found.together_us / found.span_us:.0%} of it")
     if found.take_turns:
         statement += (": they take turns (a model split across devices and run in sequence), "
                       "each idle while another works; micro-batches through the stages, or a "
