@@ -61,3 +61,32 @@ def fresh_dynamo():
     to eager, and tests compile the same block functions at many shapes."""
     torch._dynamo.reset()
     yield
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """run_suite.py as a user runs it, on a tiny grid of matmul_add: (its run folder, the
+    finished process). One run for the session: test_end_to_end reads its every file and
+    test_report_browser renders its report (read only; a test that changes a run copies it)."""
+    from test_end_to_end import assert_finished, run_suite
+
+    out = tmp_path_factory.mktemp("run") / "matmul_add"
+    result = run_suite("suite=matmul_add", "suite.sizes=[16,40]", "suite.dtypes=[float32]",
+                       "device=cpu", "timing=quick", f"hydra.run.dir={out}")
+    assert_finished(result, out)
+    return out, result
+
+
+@pytest.fixture(scope="session")
+def tiny_sweep(tmp_path_factory):
+    """run_suite.py -m over two dtypes of TINY_CASE: (its sweep folder, the finished process).
+    Read only (a test that removes a job copies it); test_end_to_end reads the sweep's folders
+    and test_compare compares a run of its own with job 0 (float32) and with the sweep."""
+    from test_end_to_end import TINY_CASE, assert_finished, run_suite
+
+    sweep = tmp_path_factory.mktemp("sweep")
+    result = run_suite("-m", "suite.dtypes=[float32],[bfloat16]", *TINY_CASE,
+                       f"hydra.sweep.dir={sweep}")
+    assert_finished(result, *sorted(p for p in sweep.iterdir()
+                                    if p.is_dir() and p.name[0].isdigit()))
+    return sweep, result

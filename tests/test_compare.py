@@ -19,7 +19,7 @@ from suites.reports.compare.joined import Rule
 from suites.reports.compare.loading import clean_rounds, round_figures
 from suites.reports.kit.change import Change
 from suites.results.intervals import aa_shift_sd, aa_drift_sd, run_ratio
-from test_end_to_end import assert_finished
+from test_end_to_end import TINY_CASE, assert_finished
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ["compare.csv", "compare.md", "compare.html", "compare.png"]
@@ -434,10 +434,6 @@ def test_bad_input_is_one_line_and_exit_code_2(two_runs, tmp_path, capsys, args)
 
 # --- real runs of run_suite.py ---------------------------------------------------------------
 
-TINY = ["suite.sizes=[16]", "suite.dtypes=[float32]", "suite.variants=[eager,addmm]", "device=cpu",
-        "timing=quick", "calibrate=false", "profile=off"]
-
-
 def run(*args):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("TRITON_INTERPRET", None)
@@ -445,17 +441,16 @@ def run(*args):
                           text=True, timeout=300)
 
 
-def test_real_runs_and_a_multirun_folder(tmp_path):
-    for name in ("a", "b"):
-        done = run("run_suite.py", *TINY, f"hydra.run.dir={tmp_path / name}")
-        assert_finished(done, tmp_path / name)
-    done = run("run_suite.py", "-m", *TINY[1:], "suite.sizes=[16],[24]",
-               f"hydra.sweep.dir={tmp_path / 'multi'}")
-    assert_finished(done, *sorted((tmp_path / "multi").glob("[0-9]*")))
+def test_real_runs_and_a_multirun_folder(tiny_sweep, tmp_path, capsys):
+    # Run a is the config of the sweep's job 0 (conftest.py): the job is a second real run to
+    # compare it with, and the sweep a multirun folder.
+    sweep, _ = tiny_sweep
+    done = run("run_suite.py", *TINY_CASE, "suite.dtypes=[float32]",
+               f"hydra.run.dir={tmp_path / 'a'}")
+    assert_finished(done, tmp_path / "a")
 
-    done = run("-m", "suites.compare", str(tmp_path / "a"), str(tmp_path / "b"),
-               "--out", str(tmp_path / "ab"))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert main([str(tmp_path / "a"), str(sweep / "0_matmul_add"), "--out",
+                 str(tmp_path / "ab")]) == 0
     frame = pd.read_csv(tmp_path / "ab" / "compare.csv")
     assert len(frame) == 2
     # Real timings on a shared machine: any decided verdict is fine, a hole is not; a row the
@@ -464,12 +459,10 @@ def test_real_runs_and_a_multirun_folder(tmp_path):
     rest = frame.drop(decided.index)
     assert (rest["status_a"].eq("noisy") | rest["status_b"].eq("noisy")).all(), rest.to_string()
     assert decided["ci_low"].le(decided["ci_high"]).all() and (decided["n_a"] >= 3).all()
-    assert f"compare folder: {tmp_path / 'ab'}" in done.stdout
+    assert f"compare folder: {tmp_path / 'ab'}" in capsys.readouterr().out
 
-    done = run("-m", "suites.compare", str(tmp_path / "a"), str(tmp_path / "multi"),
-               "--out", str(tmp_path / "am"))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert main([str(tmp_path / "a"), str(sweep), "--out", str(tmp_path / "am")]) == 0
     frame = pd.read_csv(tmp_path / "am" / "compare.csv")
     verdicts = frame.set_index("case_id")["verdict"]
-    assert len(frame) == 4 and (verdicts["M24-N24-K24-fp32"] == "only in B").all()
-    assert "2 run folders" not in done.stderr  # the sweep's two jobs hold different rows
+    assert len(frame) == 4 and (verdicts["M16-N16-K16-bf16"] == "only in B").all()
+    assert "2 run folders" not in capsys.readouterr().err  # the sweep's jobs hold different rows

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from browser import chromium, measure
-from test_end_to_end import ROOT, assert_finished, run_suite
+from test_end_to_end import ROOT
 
 pytestmark = pytest.mark.skipif(chromium() is None,
                                 reason="no chromium here (Debian package `chromium`): the "
@@ -18,14 +18,11 @@ WIDTH, HEIGHT = 1400, 900
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    """A tiny run's report.html, and the ladder.html that collect makes of it."""
+def pages(tiny_run, tmp_path_factory):
+    """The tiny run's report.html (conftest.py), and the ladder.html that collect makes of it."""
     root = tmp_path_factory.mktemp("browser")
-    run = root / "runs" / "matmul_add"
-    result = run_suite("suite=matmul_add", "suite.sizes=[16,40]", "suite.dtypes=[float32]",
-                       "device=cpu", "timing=quick", "calibrate=false", f"hydra.run.dir={run}")
-    assert_finished(result, run)
-    collect = subprocess.run([sys.executable, "-m", "suites.collect", str(root / "runs"),
+    run, _ = tiny_run
+    collect = subprocess.run([sys.executable, "-m", "suites.collect", str(run.parent),
                               "--out", str(root / "ladder")], cwd=ROOT, capture_output=True,
                              text=True, timeout=300)
     assert collect.returncode == 0, collect.stderr[-2000:]
