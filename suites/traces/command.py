@@ -71,9 +71,9 @@ def timelines(trace, profile: CallProfile) -> list[dict]:
         return []
     rows = [whole.row("trace")]
     if on_gpu(profile.analysis.mode):
-        ids = {id(a) for a in counted}
+        ids = {id(a) for a in counted} if unlinked else None  # else every activity counts
         for step in profile.steps:
-            mine = [k for k in step.kernels if id(k) in ids]
+            mine = [k for k in step.kernels if id(k) in ids] if ids is not None else step.kernels
             if mine:
                 rows.append(timeline(mine, step.unlinked).row(step.name))
     rows += [t.row(scope) for scope, t in device_timelines(counted).items()]

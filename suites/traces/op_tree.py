@@ -83,29 +83,43 @@ def _inner_ranges(analysis: TraceAnalysis) -> Callable[[Event | None], list[Even
 
 
 class _Tree:
-    """The sums over the profiled calls, per path; a path's tuple is made once (`child`)."""
+    """The sums over the profiled calls, per path."""
 
     def __init__(self):
-        # path -> [calls, self us, total us, kind], in the order the paths first ran (a node's
-        # place among its siblings); one list per path: a node's end updates one entry.
+        # path -> [calls, self us, total us, kind, index], in the order the paths first ran (a
+        # node's place among its siblings); one list per path: a node's end updates one entry.
         self.nodes: dict = {}
-        self.child: dict = {}  # (parent path, name) -> path
+        # (parent's index, name) -> node: hashing a short key per event, not the whole path
+        # (twice), was a third of the walk. The call itself is index -1.
+        self.child: dict = {}
+        self.paths: list[tuple] = []  # index -> path
         self.in_ops = 0.0  # time in the calls' outermost nodes
+
+    def _node(self, parent: int, event: Event) -> list:
+        """The node of `event`'s name under the node at index `parent`, made where new. Names
+        that differ only by a graph id (plain_name) are one path, so one node."""
+        path = (self.paths[parent] if parent >= 0 else ()) + (plain_name(event.name),)
+        node = self.nodes.get(path)
+        if node is None:
+            node = self.nodes[path] = [0, 0.0, 0.0, _kind(event), len(self.paths)]
+            self.paths.append(path)
+        self.child[(parent, event.name)] = node
+        return node
 
     def add_call(self, step: StepMetrics, ranges: list[Event]) -> None:
         """One call's nodes, nested by time on each thread, a range before an op of the same
         span. Runtime calls open frames too: a driver call (cuLaunchKernel) inside a runtime
         call is its child. nesting.nest's walk, written out here: with two callbacks per event,
         this was the largest part of a long trace's analysis."""
-        nodes, child = self.nodes, self.child
+        child = self.child
         in_ops = 0.0
         for events in by_thread(ranges, step.op_events, step.runtime):
-            # frames: [end, path, the children's time, the path's sums, duration]
+            # frames: [end, node, the children's time, duration]
             frames: list[list] = []
             for event in events:
                 start, dur = event.ts, event.dur
                 while frames and frames[-1][0] <= start:  # _close, written out
-                    _, _, children, ended, ended_dur = frames.pop()
+                    _, ended, children, ended_dur = frames.pop()
                     own = ended_dur - children
                     ended[0] += 1
                     ended[1] += own if own > 0.0 else 0.0
@@ -113,17 +127,14 @@ class _Tree:
                 if frames:
                     parent = frames[-1]
                     parent[2] += dur
-                    key = (parent[1], event.name)
+                    index = parent[1][4]
                 else:
                     in_ops += dur
-                    key = ((), event.name)
-                path = child.get(key)
-                if path is None:
-                    path = child[key] = key[0] + (plain_name(event.name),)
-                node = nodes.get(path)
+                    index = -1
+                node = child.get((index, event.name))
                 if node is None:
-                    node = nodes[path] = [0, 0.0, 0.0, _kind(event)]
-                frames.append([start + dur, path, 0.0, node, dur])
+                    node = self._node(index, event)
+                frames.append([start + dur, node, 0.0, dur])
             while frames:
                 _close(frames.pop())
         self.in_ops += in_ops
@@ -132,7 +143,7 @@ class _Tree:
 def _close(frame: list) -> None:
     """A node's event has ended: one call, its own time (children overlapping their parent:
     not below 0) and its total added to its path's sums."""
-    _, _, children, node, dur = frame
+    _, node, children, dur = frame
     own = dur - children
     node[0] += 1
     node[1] += own if own > 0.0 else 0.0
@@ -155,7 +166,7 @@ def op_tree(analysis: TraceAnalysis) -> list[dict]:
     rows = [{"path": CALL, "depth": 0, "name": CALL, "kind": "call", "calls_per_call": 1.0,
              "self_us": max(0.0, span - tree.in_ops) / n, "total_us": span / n}]
     for path in _depth_first(tree.nodes):
-        calls, self_us, total_us, kind = tree.nodes[path]
+        calls, self_us, total_us, kind, _ = tree.nodes[path]
         rows.append({"path": SEP.join(path), "depth": len(path), "name": path[-1],
                      "kind": kind, "calls_per_call": calls / n,
                      "self_us": self_us / n, "total_us": total_us / n})

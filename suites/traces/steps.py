@@ -15,6 +15,7 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
 from suites.traces.host_parts import HostClassifier, HostParts
@@ -27,6 +28,8 @@ from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush
 from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
 from suites.traces.events import RUNTIME_CATS, Event, Trace, TraceFormatError
 from suites.traces.events import ends as end_times, starts as start_times
+
+_START = attrgetter("ts")
 
 WHOLE_TRACE = "whole trace"  # the one step of a trace without step ranges
 
@@ -227,11 +230,20 @@ def analyze(trace: Trace, label: str | None = None,
     for call in trace.runtime:
         if call.corr is not None and call.corr not in launches:
             launches[call.corr] = call
-    device_by_corr: dict = defaultdict(list)
+    # correlation id -> its activity, or the list of them (a graph launch's): a list for each
+    # of a trace's million kernels was a tenth of a 1 GB trace's memory.
+    device_by_corr: dict = {}
     unlinked = []
     for activity in trace.device:
-        if activity.corr is not None and activity.corr in launches:
-            device_by_corr[activity.corr].append(activity)
+        corr = activity.corr
+        if corr is not None and corr in launches:
+            earlier = device_by_corr.get(corr)
+            if earlier is None:
+                device_by_corr[corr] = activity
+            elif type(earlier) is list:
+                earlier.append(activity)
+            else:
+                device_by_corr[corr] = [earlier, activity]
         else:  # no launch to match: it belongs to the step it ran in (below)
             unlinked.append(activity)
     starts = {name: start_times(getattr(trace, name))
@@ -298,12 +310,14 @@ def _union_us(events: list[Event]) -> float:
     """Time covered by at least one event. Adds durations, not end - start differences, so
     timestamps of 1e12 us do not round short kernels."""
     total, covered_until = 0.0, float("-inf")
-    for event in sorted(events, key=lambda e: e.ts):
-        if event.ts >= covered_until:
-            total += event.dur
-        elif event.end > covered_until:
-            total += event.end - covered_until
-        covered_until = max(covered_until, event.end)
+    for event in sorted(events, key=_START):
+        start, dur = event.ts, event.dur
+        if start >= covered_until:
+            total += dur
+            covered_until = start + dur
+        elif start + dur > covered_until:
+            total += start + dur - covered_until
+            covered_until = start + dur
     return total
 
 
@@ -316,14 +330,28 @@ def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], lis
         if launch.corr is None or launch.corr in seen:
             continue  # a runtime call and the driver call under it can share one id: once
         seen.add(launch.corr)
-        launched = device_by_corr.get(launch.corr, ())
-        kernels.extend(launched)
-        if launched and is_launch_api(launch.name):
-            first = launched[0].ts if len(launched) == 1 else min(k.ts for k in launched)
+        launched = device_by_corr.get(launch.corr)
+        if launched is None:
+            continue
+        if type(launched) is list:
+            kernels.extend(launched)
+            first = min(k.ts for k in launched)
+        else:
+            kernels.append(launched)
+            first = launched.ts
+        if is_launch_api(launch.name):
             delay = first - (launch.ts + launch.dur)
             delays.append(delay if delay > 0.0 else 0.0)
-    kernels.sort(key=lambda e: e.ts)
+    kernels.sort(key=_START)
     return kernels, delays
+
+
+def _launched(device_by_corr: dict, corr) -> list[Event] | tuple:
+    """The activities launched under correlation id `corr` (see analyze's device_by_corr)."""
+    found = device_by_corr.get(corr) if corr is not None else None
+    if found is None:
+        return ()
+    return found if type(found) is list else (found,)
 
 
 def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event],
@@ -347,8 +375,10 @@ def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event]
         if is_sync_api(call.name):
             blocking.append(call)
             continue
-        copies = device_by_corr.get(call.corr, ()) if call.corr is not None else ()
-        waited = is_copy_api(call.name) and copies and max(a.end for a in copies) <= call.end
+        waited = False
+        if is_copy_api(call.name):
+            copies = _launched(device_by_corr, call.corr)
+            waited = bool(copies) and max(a.end for a in copies) <= call.end
         if waited:
             blocking.append(call)
         elif is_launch_api(call.name):
