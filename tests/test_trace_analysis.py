@@ -22,7 +22,7 @@ def test_triton_fixture_one_kernel_by_correlation():
     assert kernel.corr == 35
     assert step.device_us == pytest.approx(1.76)
     assert step.launch_api_us == pytest.approx(47.768)  # one cuLaunchKernel (driver API)
-    assert step.launch_delays_us == [0.0]  # the kernel starts before the launch call returns
+    assert list(step.launch_delays_us) == [0.0]  # the kernel starts before the launch call returns
     assert analysis.unattributed_device == 0
 
 
@@ -220,7 +220,7 @@ def test_a_graph_launch_has_one_launch_delay(tmp_path):
               event("cudaGraphLaunch", "cuda_runtime", 10, 5, correlation=7)]
     events += [event(f"k{i}", "kernel", 20 + 10 * i, 8, tid=7, correlation=7) for i in range(4)]
     [step] = analyze(read_trace(write({"traceEvents": events}, tmp_path / "g.json"))).steps
-    assert step.n_kernels == 4 and step.launch_delays_us == [5.0]  # 20 - (10 + 5)
+    assert step.n_kernels == 4 and list(step.launch_delays_us) == [5.0]  # 20 - (10 + 5)
 
 
 def test_a_trace_with_nothing_to_analyse_is_a_format_error(tmp_path):

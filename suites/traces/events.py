@@ -327,8 +327,9 @@ def _add_tail(trace: Trace, tail: dict, meta: dict) -> None:
         counts = getattr(trace, name)
         for key, n in tail[name].items():
             counts[key] = counts.get(key, 0) + n
+    lists = tail.pop("lists")
     for name in _LISTS:
-        *fields, infos = tail["lists"][name]
+        *fields, infos = lists.pop(name)  # each list's columns freed once its events are made
         made = list(map(Event, *fields))
         for event, info in zip(made, infos):
             if info is not None:

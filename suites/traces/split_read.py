@@ -92,6 +92,7 @@ def split_batches(path, meta: dict, decode_list: Callable[[str], list],
         if not handoff.taken:
             return None
         kind, payload = pickle.loads(data) if data else ("lost", None)
+        del data  # its events are made next: the pickle need not outlive them (50 MB a GB)
         if kind == "format":
             raise TraceFormatError(payload)
         if kind == "ok":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 import statistics
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -27,7 +28,7 @@ from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush
                                               request_intervals)
 from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
 from suites.traces.events import RUNTIME_CATS, Event, Trace, TraceFormatError
-from suites.traces.events import ends as end_times, starts as start_times
+from suites.traces.events import ends as end_times
 
 _START = attrgetter("ts")
 
@@ -45,7 +46,9 @@ class StepMetrics:
     device_us: float  # GPU: union of device intervals; CPU: self time of compute ops
     n_kernels: int
     launch_api_us: float  # launch calls, copies that returned before their copy ran included
-    launch_delays_us: list[float]
+    # One per launch call: packed floats (8 bytes each, not a 32-byte object: a 1 GB trace has a
+    # million launches)
+    launch_delays_us: array
     n_cpu_ops: int
     kernels: list[Event] = field(default_factory=list)
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
@@ -154,8 +157,11 @@ def copy_origin(stack: list[Event]) -> str:
     return stack[0].name if stack else "no op (called from Python)"
 
 
-def _window(events: list[Event], starts: list[float], lo: float, hi: float) -> list[Event]:
-    return events[bisect.bisect_left(starts, lo):bisect.bisect_right(starts, hi)]
+def _window(events: list[Event], lo: float, hi: float) -> list[Event]:
+    """The events (sorted by start) that start in [lo, hi]: found by their start times, read
+    where needed (a list of a 1 GB trace's start times is 20 MB)."""
+    return events[bisect.bisect_left(events, lo, key=_START):
+                  bisect.bisect_right(events, hi, key=_START)]
 
 
 def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
@@ -212,9 +218,9 @@ def _closed(step: Event, trace_end: float | None) -> bool:
     return step.end - trace_end <= trace_end - step.ts
 
 
-def _call_range(trace: Trace, starts, step: Event, label: str | None) -> Event:
+def _call_range(trace: Trace, step: Event, label: str | None) -> Event:
     if label:
-        for annotation in _window(trace.annotations, starts, step.ts, step.end):
+        for annotation in _window(trace.annotations, step.ts, step.end):
             if annotation.name == label:
                 return annotation
     return step
@@ -246,31 +252,30 @@ def analyze(trace: Trace, label: str | None = None,
                 device_by_corr[corr] = [earlier, activity]
         else:  # no launch to match: it belongs to the step it ran in (below)
             unlinked.append(activity)
-    starts = {name: start_times(getattr(trace, name))
-              for name in ("cpu_ops", "annotations", "runtime")}
     # Where the trace's events end, the step annotations themselves aside.
     ends = [max(end_times(events), default=None)
             for events in (trace.cpu_ops, trace.runtime, trace.device)]
     ends.append(max((e.end for e in trace.annotations if not e.name.startswith(STEP_PREFIX)),
                     default=None))
     trace_end = max((end for end in ends if end is not None), default=None)
-    calls = [(step, _clipped(_call_range(trace, starts["annotations"], step, label), trace_end))
+    calls = [(step, _clipped(_call_range(trace, step, label), trace_end))
              for step in find_steps(trace, step_pattern)]
     first_launch = min((c.ts for c in trace.runtime), default=float("inf"))
     pre_trace = [a for a in unlinked if a.ts < first_launch] if trace.runtime else []
     placed = [a for a in unlinked if a.ts >= first_launch] if pre_trace else unlinked
     by_time = _by_time(placed, [call for _, call in calls]) if gpu else {}
     coverage = DeviceCoverage(trace.device, launches) if gpu else None
+    del launches  # 40 MB for a 1 GB trace, not needed by the steps below
     flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
     requests = buffer_requests(trace)
     request_union = request_intervals(requests)
     classifier = HostClassifier(trace)
     # The call's own launches: a suite step also holds an L2 flush and syncs around it.
-    runtimes = [_window(trace.runtime, starts["runtime"], call.ts, call.end) for _, call in calls]
+    runtimes = [_window(trace.runtime, call.ts, call.end) for _, call in calls]
     classifier.set_recurring(runtimes)
     steps, device_end, window_end = [], float("-inf"), float("-inf")
     for i, (step, call) in enumerate(calls):
-        ops = _window(trace.cpu_ops, starts["cpu_ops"], call.ts, call.end)
+        ops = _window(trace.cpu_ops, call.ts, call.end)
         runtime = runtimes[i]
         host = classifier.parts(runtime, call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, by_time.get(i, []),
@@ -321,11 +326,11 @@ def _union_us(events: list[Event]) -> float:
     return total
 
 
-def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], list[float]]:
+def _device_work(runtime: list[Event], device_by_corr) -> tuple[list[Event], array]:
     """The activities the runtime calls launched, and one launch delay per launch call: kernel
     start - (launch start + duration), clipped at 0 (HTA's definition). A graph launch starts
     many kernels under one id; only its first kernel's wait is a launch delay."""
-    kernels, delays, seen = [], [], set()
+    kernels, delays, seen = [], array("d"), set()
     for launch in runtime:
         if launch.corr is None or launch.corr in seen:
             continue  # a runtime call and the driver call under it can share one id: once
@@ -388,7 +393,7 @@ def _launch_and_blocking(runtime: list[Event], device_by_corr, init: list[Event]
 
 def _step_metrics(step, call, ops, runtime, device_by_corr, unlinked, mode,
                   host: HostParts, flush: Event | None = None) -> StepMetrics:
-    delays: list[float] = []
+    delays = array("d")
     if on_gpu(mode):
         kernels, delays = _device_work(runtime, device_by_corr)
         if unlinked:
