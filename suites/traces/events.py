@@ -3,13 +3,14 @@
 Traces of real training jobs run to 1 GB; `json.load` of one holds the whole document as Python
 objects (several times the file size). Here the `traceEvents` array is decoded from a sliding
 text window, a run of events at a time by one call of a C decoder (trace_text.py: msgspec's,
-else json's), and only the fields the analysis uses are kept, in slotted objects with shared
-(interned) names, categories and thread ids: about 220 bytes per kept event. `python -m
-suites.tools.trace_speed` measures it. Decoding is a third of the reading time (~5 s per GB
-with msgspec); making the kept events, sorting them and dropping copies is the rest. Without
-msgspec, reading takes ~1.5x as long. Every event is decoded, python_function ones included:
-skipping them by their text would let malformed JSON in them pass unnoticed, and checking their
-text with a regular expression is slower than decoding it.
+else json's), and only the fields the analysis uses are kept, in structs made in C (msgspec's;
+slotted objects without it) with shared (interned) names, categories and thread ids: about 160
+bytes per kept event. `python -m suites.tools.trace_speed` measures it. Decoding is two fifths
+of the reading time (~5 s per GB with msgspec); making the kept events, sorting them and
+dropping copies is the rest. Without msgspec, reading takes ~1.5x as long. Every event is
+decoded, python_function ones included: skipping them by their text would let malformed JSON
+in them pass unnoticed, and checking their text with a regular expression is slower than
+decoding it.
 """
 from __future__ import annotations
 
