@@ -1,12 +1,14 @@
 """The GPU timeline against TraceLens's own numbers on real traces recorded by others (H100,
 MI300X, MI210, vLLM and SGLang decode), and its rules on synthetic activities."""
+import random
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from suites.traces.command import main
-from suites.traces.gpu_timeline import subtract, timeline, trace_timeline, union
+from suites.traces.gpu_timeline import (Coverage, device_unions, subtract, timeline,
+                                       trace_timeline, union)
 from suites.traces.events import Event, read_trace
 from trace_builders import event, write
 
@@ -115,3 +117,31 @@ def test_steps_are_host_steps_and_rocm_launches_count(name):
     assert [s.name for s in analysis.steps] == ["ProfilerStep#6"]
     step = analysis.steps[0]
     assert step.launch_api_us > 0 and step.n_kernels > 0
+
+
+def _covered(intervals, t) -> bool:
+    return any(start < t < end for start, end in intervals)
+
+
+def test_unions_subtraction_and_windows_agree_with_counting_instants():
+    """union, subtract and Coverage.within against brute force: on integer ends, each unit
+    [i, i+1] is in an interval iff its midpoint is. Zero-length intervals and touching ones
+    included; a step's activities given in start order (merged as they come) or not."""
+    rng = random.Random(4)
+    for _ in range(400):
+        def intervals():
+            return [(float(s), float(s + rng.randint(0, 4)))
+                    for s in (rng.randint(0, 30) for _ in range(rng.randint(0, 12)))]
+        a, b = union(intervals()), union(intervals())
+        units = [t + 0.5 for t in range(40)]
+        assert sum(_covered(a, t) for t in units) == sum(end - start for start, end in a)
+        assert all(a[i][1] < a[i + 1][0] for i in range(len(a) - 1))  # merged: apart
+        rest = subtract(a, b)
+        assert [t for t in units if _covered(rest, t)] == [
+            t for t in units if _covered(a, t) and not _covered(b, t)]
+        lo, hi = sorted(rng.randint(-2, 35) for _ in range(2))
+        assert Coverage(a).within(lo, hi) == sum(lo < t < hi and _covered(a, t) for t in units)
+        acts = [_activity(rng.choice(["kernel", "gpu_memcpy"]), "k", s, e - s)
+                for s, e in intervals()]
+        in_order = device_unions(sorted(acts, key=lambda x: x.ts))
+        assert in_order == device_unions(acts)  # the sort-free path and the general one

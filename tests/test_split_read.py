@@ -57,6 +57,17 @@ def test_two_processes_read_what_one_reads(tmp_path, monkeypatch, bert_doc, name
     assert "deviceProperties" in two.meta and two.skipped[reader.DUPLICATE] > 0
 
 
+def test_events_in_time_order_split_alike(tmp_path, monkeypatch, bert_doc):
+    """Events written in time order: each list's head part ends before its tail part starts,
+    so the two sorted parts are joined without a merge; what is read is the same."""
+    doc = dict(bert_doc)
+    doc["traceEvents"] = sorted((e for e in bert_doc["traceEvents"] if isinstance(e, dict)),
+                                key=lambda e: (e.get("ts", 0.0), -e.get("dur", 0.0)))
+    path = write(doc, tmp_path / "ordered.json")
+    one, two = read(path, 1, monkeypatch), read(path, 2, monkeypatch)
+    assert two.tails == 1 and digest(one) == digest(two)
+
+
 def test_a_bare_array_splits_too(tmp_path, monkeypatch, bert_doc):
     path = tmp_path / "bare.json"
     path.write_text(json.dumps(bert_doc["traceEvents"]))
