@@ -231,6 +231,22 @@ def test_a_close_call_says_so_with_both_numbers(tmp_path):
         said.statement, said.statement
 
 
+def test_the_next_part_can_be_another_host_cause(tmp_path):
+    # Step 0 (10 ms) holds a 6.15 ms set-up call after its launches: set-up is the largest part
+    # of the device's wait, the launch gaps before it the next (~38%), far more than the 0.02%
+    # of computation: an expert's "initialisation-bound, next: launch", not "next: computation".
+    def setup(step, t0):
+        return ([event("cudaDeviceGetStreamPriorityRange", "cuda_runtime", t0 + 3800, 6150)]
+                if step == 0 else [])
+    prof = profile(gpu_trace(host_us=10000.0, kernel_us=0.5, extra=setup), tmp_path)
+    step = prof.steps[0]
+    bound = step_bound(step, prof.analysis.mode)
+    assert bound.code == Code.INIT_BOUND and bound.runner_up == "host wait (launch)"
+    assert bound.runner_up_us == pytest.approx(step.host_wait_parts["launch"])
+    assert bound.runner_up_us > 20 * step.window.computation_us
+    assert not bound.close  # 62% against 38%: more than 5 points apart
+
+
 def test_the_host_wait_goes_to_what_the_host_did_meanwhile(tmp_path):
     # The kernels compute 36% of each step; the device waits 64%, 40 us of it while the
     # DataLoader runs (the rest: launch gaps). The host's span is 40 us loader, 60 us the rest:

@@ -142,8 +142,15 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     runner_us = contest[runner] if runner else 0.0
     if top == "host wait":
         kind = _largest_cause(causes)
+        contest_us = contest[top]
+        # The next part may be another host cause: a step 90% set-up and 9% launch gaps has
+        # launch next, not a device part of 0.1%; two causes are weighed one against the other.
+        second = max((k for k in HOST_CAUSES if k != kind), key=lambda k: causes.get(k, 0.0))
+        if causes.get(second, 0.0) > runner_us:
+            runner_words, runner_us = f"host wait ({second})", causes[second]
+            contest_us = causes[kind]
         return StepBound(_KIND_CODES[kind], HOST, kind, causes[kind], span,
-                         {**parts, kind: causes[kind]}, runner_words, runner_us, contest[top])
+                         {**parts, kind: causes[kind]}, runner_words, runner_us, contest_us)
     if top == "waiting" and step.blocking_us >= HOST_BOUND_SHARE * span:
         return StepBound(_KIND_CODES["sync"], HOST, "sync", step.blocking_us, span, parts,
                          runner_words, runner_us, contest[top])
