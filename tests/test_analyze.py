@@ -88,6 +88,20 @@ def test_generated_trace_bigger_than_the_read_window(capsys, tmp_path):
     assert f"showing 20 of {copies}" in out or copies <= 20
 
 
+def test_trace_speed_scales_its_targets_by_the_text_not_the_gzip(capsys, tmp_path, monkeypatch):
+    """A 3 MB trace gzipped to a fraction of that is judged against 3 MB's targets."""
+    from suites.tools import trace_speed
+    path = tmp_path / "big.json.gz"
+    write_trace(path, 3, ALEXNET_TRACE, compress=True)
+    monkeypatch.setattr(trace_speed, "measure", lambda p: (0.01, 1.0, "(123 events"))
+    trace_speed.main(["--trace", str(path)])
+    out = capsys.readouterr().out
+    text_mb = trace_speed.text_size(path) / 1e6
+    assert text_mb > 2.5 and path.stat().st_size < 1e6
+    assert f"({text_mb:.0f} MB, {path.stat().st_size / 1e6:.0f} MB gzipped, 123 events" in out
+    assert f"targets {10 * text_mb / 1e3:.3g} s, {text_mb:.0f} MB: ok" in out
+
+
 @pytest.mark.parametrize("content, message", [
     (b"not json at all", "expected one of"),
     (b'{"traceEvents": [{"ph": "X", "ts": 1', "invalid JSON"),
