@@ -247,6 +247,23 @@ def test_the_next_part_can_be_another_host_cause(tmp_path):
     assert not bound.close  # 62% against 38%: more than 5 points apart
 
 
+def test_a_trace_without_its_host_side_never_blames_the_host(tmp_path):
+    # The device activities alone (no runtime calls, no ops): idle is the largest part of the
+    # step (45%, computation 30%, communication 25%) but nothing says the host held it, so no
+    # verdict, even under half; where computation leads, its runner-up is idle, not launch.
+    def device_only(events):
+        return [e for e in events if e["cat"] not in ("cuda_runtime", "cpu_op")]
+    prof = profile(device_only(gpu_trace(kernel_us=7.5, extra=_comm(25.0))), tmp_path)
+    assert all(step_bound(s, prof.analysis.mode) is None for s in prof.steps[:3])
+    found = findings(prof)
+    assert primary_codes(found) == [Code.NO_VERDICT]
+    assert "no host side" in found[Code.NO_VERDICT].statement
+    prof = profile(device_only(gpu_trace(kernel_us=15.0, extra=_comm(10.0))), tmp_path, "b.json")
+    found = findings(prof)
+    assert primary_codes(found) == [Code.COMPUTE_BOUND]
+    assert "next: idle (no launches recorded) 34%" in found[Code.COMPUTE_BOUND].statement
+
+
 def test_the_host_wait_goes_to_what_the_host_did_meanwhile(tmp_path):
     # The kernels compute 36% of each step; the device waits 64%, 40 us of it while the
     # DataLoader runs (the rest: launch gaps). The host's span is 40 us loader, 60 us the rest:

@@ -122,8 +122,6 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     w = step.window
     if w is None or span <= 0:
         return None
-    if w.host_wait_us >= HOST_BOUND_SHARE * span and not host_side(step):
-        return None  # idle, and no launch to say whether the host or something else held it
     device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
               "memory copies": w.exposed_memcpy_us, "waiting": w.queued_idle_us}
     timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
@@ -138,7 +136,14 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     ranked = sorted(contest, key=lambda k: -contest[k])
     top = ranked[0]
     runner = next((k for k in ranked[1:] if contest[k] > 0), "")
-    runner_words = f"host wait ({_largest_cause(causes)})" if runner == "host wait" else runner
+    seen_host = host_side(step)
+    if top == "host wait" and not seen_host:
+        return None  # idle most, and no launch to say whether the host or something else held it
+    if runner == "host wait":
+        runner_words = (f"host wait ({_largest_cause(causes)})" if seen_host
+                        else "idle (no launches recorded)")
+    else:
+        runner_words = runner
     runner_us = contest[runner] if runner else 0.0
     if top == "host wait":
         kind = _largest_cause(causes)
@@ -177,7 +182,13 @@ class PrimaryBound:
 
 def primary_bound(steps: list[StepMetrics], mode: str) -> PrimaryBound | None:
     judged = [(s, b) for s in steps if (b := step_bound(s, mode)) is not None]
-    if not judged:
+    judged_ids = {id(s) for s, _ in judged}
+    # Steps left unjudged because the trace has no host side to say why their device idled:
+    # where they outnumber the judged ones, a verdict would rest on the few (no verdict; the
+    # no_verdict finding says why).
+    blind = [s for s in steps if id(s) not in judged_ids and s.window is not None
+             and s.window_us > 0 and not host_side(s)]
+    if not judged or len(blind) > len(judged):
         return None
     counts = Counter(b.code for _, b in judged)
     time = Counter()
