@@ -81,6 +81,9 @@ _EVENT_DOC = """One complete ('X') event, reduced to what the analysis reads. `s
 duration minus its direct children's) and `op` (the name of the innermost cpu op around it) are
 set by nesting (steps.nest_cpu_events), None before; `info` holds a kernel's launch or a GEMM op's
 input shapes (event_args.py); `nbytes` a memcpy's or memset's size."""
+# An Event's fields: those it is made with, in this order, then those set later (None before).
+_GIVEN = ("name", "cat", "ts", "dur", "pid", "tid", "corr", "ext", "nbytes")
+_LATER = ("self_us", "op", "info")
 
 
 def _end(event) -> float:
@@ -91,50 +94,30 @@ def _repr(event) -> str:
     return f"Event({event.cat}:{event.name!r} ts={event.ts} dur={event.dur} corr={event.corr})"
 
 
+_METHODS = {"__doc__": _EVENT_DOC, "end": property(_end), "__repr__": _repr}
+
 if msgspec is not None:
     # A struct made in C, untracked by the collector (an event refers to strings, numbers and
     # tuples only: never in a cycle): made 8x as fast as a slotted object's Python __init__,
     # 16 bytes smaller, the same attribute speed; compared and hashed by identity, as objects.
-    class Event(msgspec.Struct, gc=False, eq=False):
-        __doc__ = _EVENT_DOC
-        name: Any
-        cat: Any
-        ts: Any
-        dur: Any
-        pid: Any
-        tid: Any
-        corr: Any
-        ext: Any
-        nbytes: Any
-        self_us: Any = None
-        op: Any = None
-        info: Any = None
-
-        end = property(_end)
-        __repr__ = _repr
+    Event = msgspec.defstruct("Event", [*_GIVEN, *((name, Any, None) for name in _LATER)],
+                              module=__name__, namespace=_METHODS, gc=False, eq=False)
 else:
-    class Event:  # type: ignore[no-redef]
-        __doc__ = _EVENT_DOC
-        __slots__ = ("name", "cat", "ts", "dur", "pid", "tid", "corr", "ext", "nbytes", "self_us",
-                     "op", "info")
+    def _init(self, name, cat, ts, dur, pid, tid, corr, ext, nbytes):
+        # One statement per field: packing and unpacking tuples costs a quarter more.
+        self.name = name
+        self.cat = cat
+        self.ts = ts
+        self.dur = dur
+        self.pid = pid
+        self.tid = tid
+        self.corr = corr
+        self.ext = ext
+        self.nbytes = nbytes
+        self.self_us = self.op = self.info = None
 
-        def __init__(self, name, cat, ts, dur, pid, tid, corr, ext, nbytes):
-            # One statement per slot: packing and unpacking tuples costs a quarter more.
-            self.name = name
-            self.cat = cat
-            self.ts = ts
-            self.dur = dur
-            self.pid = pid
-            self.tid = tid
-            self.corr = corr
-            self.ext = ext
-            self.nbytes = nbytes
-            self.self_us = None
-            self.op = None
-            self.info = None
-
-        end = property(_end)
-        __repr__ = _repr
+    Event = type("Event", (), {**_METHODS, "__slots__": _GIVEN + _LATER, "__init__": _init,
+                               "__module__": __name__})
 
 
 @dataclass
@@ -302,10 +285,10 @@ def _read_events(path, trace: Trace) -> None:
         setattr(trace, name, _drop_copies(events, trace.skipped))
 
 
-# An Event's fields as the tail process sends them (one list per field: pickled and made
-# into Events at C speed, where a tuple per event took twice as long each way).
-_SENT = ("name", "cat", "ts", "dur", "pid", "tid", "corr", "ext", "nbytes")
-_SENT_FIELDS = [attrgetter(name) for name in (*_SENT, "info")]
+# The tail process sends an Event's fields one list per field (pickled and made into Events
+# at C speed, where a tuple per event took twice as long each way): those it is made with,
+# then its info.
+_SENT_FIELDS = [attrgetter(name) for name in (*_GIVEN, "info")]
 
 
 def _tail_events(batches, meta: dict) -> dict:
