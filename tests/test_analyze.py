@@ -1,5 +1,6 @@
 """python -m suites.analyze on real GPU fixtures, on a CPU trace the suite wrote, on a generated
 multi-step trace larger than the reader's window, and on bad files."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,21 @@ def test_malformed_files_get_one_line_errors(capsys, tmp_path, content, message)
 def test_missing_file(capsys, tmp_path):
     code, _, err = run(capsys, tmp_path / "nope.json")
     assert code == 2 and "no such file" in err
+
+
+def test_the_command_line_says_both_times_and_keeps_the_trace_to_its_exit(capsys, monkeypatch):
+    """suites.analyze ends by os._exit: the trace it read is handed on, not freed event by
+    event when the command returns. Reading and analysing are timed apart."""
+    from suites.traces import command
+    from suites.traces.events import Trace
+    kept = []
+    monkeypatch.setattr(command, "outlive_the_run", kept)
+    code, out, _ = run(capsys, TRITON_TRACE)
+    assert code == 0 and [type(t) for t in kept] == [Trace] and kept[0].n_events == 71
+    assert re.search(r"\(71 events, read in [0-9.]+ s, analysed in [0-9.]+ s\)", out), out
+    monkeypatch.setattr(command, "outlive_the_run", None)  # as tests and other callers run it
+    run(capsys, TRITON_TRACE)
+    assert len(kept) == 1
 
 
 def test_analyze_starts_without_torch():

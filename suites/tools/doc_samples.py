@@ -108,7 +108,7 @@ SAMPLES = {s.name: s for s in (
 
 def normalised(text: str) -> str:
     """What may differ between two runs of a machine-free command: the seconds it took."""
-    return re.sub(r"read in [0-9.]+ s", "read in - s", text)
+    return re.sub(r"(read|analysed) in [0-9.]+ s", r"\1 in - s", text)
 
 
 def stamp_prefix(sample: Sample) -> str:
