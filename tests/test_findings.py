@@ -47,6 +47,26 @@ def test_cold_start_first_step_much_wider(tmp_path):
 def test_late_first_op_after_a_long_gap(tmp_path):
     found = codes(profile_of(cpu_step(0, 0, [("aten::mm", 800, 50)], host=900), tmp_path))
     assert found["late_first_op"].evidence["gap_us"] == pytest.approx(800)
+    assert "Python or compiling 800 us" in found["late_first_op"].statement
+
+
+def test_a_sync_before_the_first_op_is_the_host_waiting_not_python(tmp_path):
+    """torch.cuda.synchronize() at the top of a step (H100 and MI300 Qwen traces: 14 ms of a
+    14.4 ms gap) is a wait for the device, named by its call, not Python or a compile."""
+    events = [event("ProfilerStep#0", "user_annotation", 0, 1000),
+              event("call", "user_annotation", 1, 900),
+              event("cudaDeviceSynchronize", "cuda_runtime", 5, 700),
+              event("tokenize", "user_annotation", 710, 80),
+              event("aten::mm", "cpu_op", 800, 50),
+              event("cudaLaunchKernel", "cuda_runtime", 801, 5, correlation=1),
+              event("k", "kernel", 810, 30, tid=7, correlation=1, stream=7)]
+    found = codes(profile_of(events, tmp_path))["late_first_op"]
+    assert found.evidence["parts_us"] == pytest.approx({"sync": 700, "host code": 80,
+                                                        "launch": 19})
+    assert found.statement.startswith("799 us pass between the start of ProfilerStep#0's range")
+    # The call's own range ("call", around the gap) is not host code in it; 19 us is under 5%.
+    assert ("waiting for the device 700 us (cudaDeviceSynchronize); the program's own code 80 us "
+            "(tokenize): the host waited for the device") in found.statement, found.statement
 
 
 def test_dispatcher_fusion_and_kernel_count_against_the_baseline(tmp_path):

@@ -54,6 +54,10 @@ class StepMetrics:
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
     first_op_gap_us: float = float("nan")  # call range start -> its first op
+    # What the host did in that gap (host_wait.py's causes; "launch" the rest: Python or a
+    # compile), and the names of the blocking calls and host-code ranges in it, longest first
+    first_op_gap_parts: dict = field(default_factory=dict)
+    first_op_gap_names: dict = field(default_factory=dict)
     blocking_us: float = 0.0  # synchronize calls, and copy calls that waited for their copy
     blocking_calls: list[Event] = field(default_factory=list)  # those calls
     window: DeviceWindow | None = None  # GPU: what the device did in the step's window
@@ -280,6 +284,8 @@ def analyze(trace: Trace, label: str | None = None,
         host = classifier.parts(runtime, call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, by_time.get(i, []),
                                 mode, host, flush.call if flush is not None else None)
+        if ops and ops[0].ts > call.ts:
+            _split_first_op_gap(metrics, classifier, call.ts, ops[0].ts)
         if coverage is not None:
             lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end, window_end)
             window_end = hi
@@ -297,6 +303,29 @@ def analyze(trace: Trace, label: str | None = None,
     return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
                          len(pre_trace) if gpu else 0, processes)
+
+
+def _split_first_op_gap(metrics: StepMetrics, classifier: HostClassifier, lo: float,
+                        hi: float) -> None:
+    """What the host did between the call's start and its first op: a sync there is the host
+    waiting for the device (a torch.cuda.synchronize() at the top of a step), not Python. The
+    program's own ranges count where they run inside the call: not the call's range itself,
+    nor one around the whole call."""
+    call = metrics.call
+    code = [e for e in classifier.code.inside(lo, hi)
+            if e is not call and not (e.ts <= call.ts and e.end >= call.end)]
+    causes = classifier.causes(metrics, lo, hi)
+    causes["host code"] = [(max(e.ts, lo), min(e.end, hi)) for e in code]
+    metrics.first_op_gap_parts = split_host_wait([(lo, hi)], causes)
+    syncs: dict[str, float] = defaultdict(float)
+    for c in metrics.blocking_calls:
+        if c.ts < hi and c.end > lo:
+            syncs[c.name] += min(c.end, hi) - max(c.ts, lo)
+    code_time: dict[str, float] = defaultdict(float)
+    for e in code:
+        code_time[e.name] += min(e.end, hi) - max(e.ts, lo)
+    metrics.first_op_gap_names = {"sync": sorted(syncs, key=syncs.get, reverse=True),
+                                  "host code": sorted(code_time, key=code_time.get, reverse=True)}
 
 
 def _by_time(activities: list[Event], calls: list[Event]) -> dict[int, list[Event]]:

@@ -71,7 +71,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.RECOMPILE: ("torch.compile compiled again inside the profiled calls", "linear"),
     Code.COLD_START: ("the first profiled step is slower than the rest (caches, allocator, "
                       "autotune)", "matmul"),
-    Code.LATE_FIRST_OP: ("the step's first op starts late: host work before any launch",
+    Code.LATE_FIRST_OP: ("the step's first op starts late: host work, or a wait for the "
+                         "device, before any launch",
                          "matmul"),
     Code.KERNEL_VARIANCE: ("one kernel's time varies across steps", "matmul"),
     Code.QUEUE_FULL: ("the host runs ahead of the device: the launch queue is full",

@@ -35,18 +35,42 @@ def cold_start(ctx: FindingContext):
                       {"first_step_us": first, "median_other_us": rest})
 
 
+# How each part of the gap before a step's first op reads (host_wait.ORDER's causes; "launch"
+# there is whatever no range or call covers: Python or a compile, here).
+_GAP_PARTS = {"sync": "waiting for the device", "initialisation": "one-time set-up",
+              "CPU collectives": "collectives on the host", "data loading": "data loading",
+              "host code": "the program's own code", "launch": "Python or compiling"}
+GAP_PART_SHOWN = 0.05  # of the gap: smaller parts are left out of the statement
+
+
 def late_first_op(ctx: FindingContext):
-    """A long gap between a record_function range opening and its first op: Python work,
-    a compile, or a lock held before any aten op ran."""
+    """A long gap between a record_function range opening and its first op: Python work, a
+    compile, a lock, or a sync (the host waiting for the device before the step's first op:
+    named with its calls, never called Python)."""
     for step in ctx.profile.steps if ctx.profile else []:
         gap = step.first_op_gap_us
         if gap == gap and gap > GAP_US and gap > GAP_SHARE * step.host_us:
+            parts = step.first_op_gap_parts or {"launch": gap}
+            shown = sorted((p for p in parts.items() if p[1] >= GAP_PART_SHOWN * gap),
+                           key=lambda p: p[1], reverse=True) or [("launch", gap)]
+            lead = shown[0][0]
+            said = "; ".join(_gap_part(step, name, us) for name, us in shown)
+            advice = ("the host waited for the device before the step's first op (a "
+                      "synchronize at the top of the step keeps host and device from "
+                      "overlapping)" if lead == "sync" else
+                      f"time spent in {_GAP_PARTS[lead]}, not in ops")
             yield Finding(Code.LATE_FIRST_OP, Severity.NOTICE,
                           f"{gap:.0f} us pass between the start of {step.name}'s range and its "
-                          f"first op ({gap / step.host_us:.0%} of the range): time spent in "
-                          "Python or compiling, not in ops",
-                          {"gap_us": gap, "range_us": step.host_us, "step": step.name})
+                          f"first op ({gap / step.host_us:.0%} of the range): {said}: {advice}",
+                          {"gap_us": gap, "range_us": step.host_us, "step": step.name,
+                           "parts_us": dict(parts)})
             return  # once per profile is enough to point at it
+
+
+def _gap_part(step, name: str, us: float) -> str:
+    names = step.first_op_gap_names.get(name) or []
+    shown = f" ({', '.join(names[:2])}{' and more' if len(names) > 2 else ''})" if names else ""
+    return f"{_GAP_PARTS[name]} {us:.0f} us{shown}"
 
 
 def kernel_variance(ctx: FindingContext):
