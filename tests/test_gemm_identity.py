@@ -162,6 +162,10 @@ def test_equal_flops_finding_on_the_h100_trace():
     assert e["fast_tflops"] == pytest.approx(48.26, 0.01)
     assert e["ratio"] == pytest.approx(1.35, 0.01)
     assert "CUTLASS sm80 tile 64x64x64" in e["fast_kernel"] and "cuBLAS sm90" in e["slow_kernel"]
+    # The step waits for the host 93% of the time: the saving is the device's, not the step's.
+    assert found[0].severity == "info"
+    assert found[0].statement.endswith("would save 8.58 us of device time a step; but the step is "
+                                       "host-bound (launch): a faster kernel would not shorten it")
 
 
 def _gemm_trace(tmp_path, gemms, name="g.json"):
@@ -197,6 +201,12 @@ def test_equal_flops_at_different_rates_on_built_events(tmp_path):
     close = (*tall[:3], 11.0)
     assert _rate_findings(_gemm_trace(tmp_path, [wide, close], "c.json")) == []
     assert _rate_findings(_gemm_trace(tmp_path, [wide, wide], "w.json")) == []
+    # Launched every 100 us, 10 and 20 us kernels leave the device waiting for the host: the
+    # saving would not shorten the step. Kernels of 200 and 400 us keep it busy: a notice.
+    assert found[0].severity == "info" and "a faster kernel would not shorten it" in (
+        found[0].statement)
+    busy = _rate_findings(_gemm_trace(tmp_path, [(*wide[:3], 200.0), (*tall[:3], 400.0)], "b.json"))
+    assert [f.severity for f in busy] == ["notice"] and "shorten" not in busy[0].statement
 
 
 def test_shapes_from_a_known_list_and_ambiguous_ops(tmp_path):

@@ -160,8 +160,9 @@ def test_rocm_traces_give_geometry_only():
     assert math.isnan(gemm["theoretical_occupancy_pct"])
 
 
-def _trace(tmp_path, kernels, name="o.json"):
-    """kernels: [(name, us, registers, shared memory, threads, blocks per SM)] on an H100."""
+def _trace(tmp_path, kernels, name="o.json", gap_us=20.0):
+    """kernels: [(name, us, registers, shared memory, threads, blocks per SM)] on an H100, the
+    next launched `gap_us` after each ends."""
     events, ts = [], 0.0
     for corr, (kernel, us, regs, smem, threads, bps) in enumerate(kernels, start=1):
         events.append(event("cudaLaunchKernel", "cuda_runtime", ts, 5, correlation=corr))
@@ -170,7 +171,7 @@ def _trace(tmp_path, kernels, name="o.json"):
                             **{"registers per thread": regs, "shared memory": smem,
                                "blocks per SM": bps, "warps per SM": bps * threads / 32,
                                "est. achieved occupancy %": 10}))
-        ts += us + 20
+        ts += us + gap_us
     doc = {"traceEvents": events, "deviceProperties": [H100_PROPS]}
     return CallProfile(analyze(read_trace(write(doc, tmp_path / name))))
 
@@ -192,6 +193,19 @@ def test_occupancy_finding_never_about_attention(tmp_path):
     assert e["theoretical_occupancy_pct"] == 12.5 and e["limit"] == "registers"
     assert e["share"] == pytest.approx(0.9) and e["registers_per_thread"] == 255
     assert "limited by registers (255 registers per thread" in found[0].statement
+
+
+def test_occupancy_advice_on_a_step_the_host_paces_says_it_would_not_shorten_it(tmp_path):
+    """The device waits for the host between launches 2 ms each time: raising the kernel's
+    occupancy saves device time, not step time; said so, and only as information."""
+    other = ("void my_reduction_kernel<float>(float*)", 90.0, 255, 49152, 128, 2.0)
+    small = ("void at::native::vectorized_elementwise_kernel<4>(int)", 10.0, 20, 0, 128, 50.0)
+    found = _occupancy_findings(_trace(tmp_path, [other, small], "h.json", gap_us=2000.0))
+    assert [f.severity for f in found] == ["info"]
+    assert found[0].statement.endswith("would raise it; but the step is host-bound (launch): a "
+                                       "faster kernel would not shorten it"), found[0].statement
+    paced = _occupancy_findings(_trace(tmp_path, [other, small], "d.json"))
+    assert [f.severity for f in paced] == ["notice"] and "host-bound" not in paced[0].statement
 
 
 def test_real_traces_flag_no_attention_kernel(capsys):

@@ -220,6 +220,17 @@ def _no_host_side(ctx: FindingContext):
                   {"steps": len(blind), "idle_us": idle, "window_us": window})
 
 
+def host_paced(ctx: FindingContext) -> str | None:
+    """Where the host sets the steps' time (the primary bound is a host cause), the clause that
+    advice about a kernel's speed must carry: a faster kernel only lengthens the device's wait.
+    None where the device sets it, or nothing was judged."""
+    found = profile_bound(ctx)
+    if found is None or found.bound.side == DEVICE:
+        return None
+    return (f"but the step is {found.bound.side}-bound ({found.bound.kind}): a faster kernel "
+            "would not shorten it")
+
+
 def dominant_kernel(ctx: FindingContext):
     """A trace's own kernels (not a suite row's: there one kernel is often the whole op)."""
     if ctx.profile is None or ctx.row is not None or not ctx.on_gpu:
@@ -230,17 +241,11 @@ def dominant_kernel(ctx: FindingContext):
     if len(rows) > 1 and total > 0 and kernels and (
             kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total):
         top = kernels[0]
-        found = profile_bound(ctx)
-        # Where the host sets the step's time, a faster kernel would only lengthen the wait.
-        host = found is not None and found.bound.side != DEVICE
         if COMM.search(top["kernel"]):  # a collective's time is the transfer and the wait
             advice = ("a collective: its time is the communication and any wait for the other "
                       "ranks, not a kernel to tune")
-        elif host:
-            advice = (f"but the step is {found.bound.side}-bound ({found.bound.kind}): a faster "
-                      "kernel would not shorten it")
         else:
-            advice = "the place to optimise first"
+            advice = host_paced(ctx) or "the place to optimise first"
         yield Finding(Code.DOMINANT_KERNEL, Severity.INFO,
                       f"one kernel takes {top['total_us_per_call'] / total:.0%} of the device "
                       f"time: {top['kernel'][:80]} ({top['calls_per_call']:g} per step, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from suites.traces.findings.bounds import host_paced
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.gpu_timeline import COMM
@@ -38,11 +39,14 @@ def occupancy_limited(ctx: FindingContext):
             and not COMM.search(r["kernel"])
             and r["total_us_per_call"] >= SHARE * total and _limited_by(r)
             and r.get("theoretical_occupancy_pct", math.nan) < LOW_PCT]
+    host = host_paced(ctx)
     for row in held[:SHOWN]:  # kernel_rows: largest time first
-        yield _finding(row, total)
+        yield _finding(row, total, host)
 
 
-def _finding(row: dict, total: float) -> Finding:
+def _finding(row: dict, total: float, host: str | None) -> Finding:
+    """`host`: host_paced's clause, where the host sets the step's time (then raising the
+    occupancy would not shorten the step: said, and not a notice)."""
     share = row["total_us_per_call"] / total
     limits = _limited_by(row)
     details = []
@@ -63,8 +67,10 @@ def _finding(row: dict, total: float) -> Finding:
         advice = ("fewer resident warps hide less memory latency: fewer registers per thread "
                   "(launch bounds, smaller tiles) or less shared memory (fewer stages) would "
                   "raise it")
+    if host:
+        advice += f"; {host}"
     return Finding(
-        Code.OCCUPANCY_LIMITED, Severity.INFO if gemm else Severity.NOTICE,
+        Code.OCCUPANCY_LIMITED, Severity.INFO if gemm or host else Severity.NOTICE,
         f"{row['kernel'][:70]} takes {share:.0%} of the device time and its theoretical "
         f"occupancy is {row['theoretical_occupancy_pct']:.3g}%, limited by "
         f"{' and '.join(limits)} ({', '.join(details)}, {row['block']} threads per block): "
