@@ -165,7 +165,7 @@ def test_equal_flops_finding_on_the_h100_trace():
     # The step waits for the host 93% of the time: the saving is the device's, not the step's.
     assert found[0].severity == "info"
     assert found[0].statement.endswith("would save 8.58 us of device time a step; but the step is "
-                                       "host-bound (launch): a faster kernel would not shorten it")
+                                       "overhead-bound: a faster kernel would not shorten it")
 
 
 def _gemm_trace(tmp_path, gemms, name="g.json"):

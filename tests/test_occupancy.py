@@ -202,10 +202,10 @@ def test_occupancy_advice_on_a_step_the_host_paces_says_it_would_not_shorten_it(
     small = ("void at::native::vectorized_elementwise_kernel<4>(int)", 10.0, 20, 0, 128, 50.0)
     found = _occupancy_findings(_trace(tmp_path, [other, small], "h.json", gap_us=2000.0))
     assert [f.severity for f in found] == ["info"]
-    assert found[0].statement.endswith("would raise it; but the step is host-bound (launch): a "
+    assert found[0].statement.endswith("would raise it; but the step is overhead-bound: a "
                                        "faster kernel would not shorten it"), found[0].statement
     paced = _occupancy_findings(_trace(tmp_path, [other, small], "d.json"))
-    assert [f.severity for f in paced] == ["notice"] and "host-bound" not in paced[0].statement
+    assert [f.severity for f in paced] == ["notice"] and "shorten" not in paced[0].statement
 
 
 def test_real_traces_flag_no_attention_kernel(capsys):

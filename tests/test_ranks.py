@@ -70,7 +70,7 @@ def test_the_findings_name_the_skew_and_the_verdicts_that_differ(skewed):
     assert any(line.startswith("the time in collectives is mostly waiting for rank 2")
                for line in lines)
     differ = next(line for line in lines if line.startswith("verdicts differ"))
-    assert "rank 2 host-bound (CPU compute)" in differ, differ
+    assert "rank 2 compute-bound (CPU compute)" in differ, differ
     # Each waiting rank's own verdict is told what its time in collectives was.
     for r in ranks[:2]:
         assert "is waiting for rank 2: skew, not communication]" in across.waiting_note(r, steps)
@@ -80,7 +80,7 @@ def test_the_findings_name_the_skew_and_the_verdicts_that_differ(skewed):
 def test_a_rank_that_mostly_waits_for_the_slowest_is_judged_waiting_not_communicating(skewed):
     ranks, steps = skewed
     for r in ranks[:2]:
-        assert r.own_verdict == "host-bound (CPU collectives)"
+        assert r.own_verdict == "communication-bound (CPU collectives)"
         assert r.verdict == "waiting for rank 2 (skew)" and r.skew.slowest == 2
         wait = statistics.fmean(s.wait_us[r.rank] for s in steps)
         window = statistics.fmean(s.window_us[r.rank] for s in steps)
@@ -92,12 +92,12 @@ def test_a_rank_that_mostly_waits_for_the_slowest_is_judged_waiting_not_communic
         assert across.skew_statement(r).startswith(
             f"waiting for rank 2 (skew): {r.share:.0%} of its step")
     slow = ranks[2]
-    assert slow.skew is None and slow.verdict == slow.own_verdict == "host-bound (CPU compute)"
+    assert slow.skew is None and slow.verdict == slow.own_verdict == "compute-bound (CPU compute)"
     assert across.skew_statement(slow) == ""
     differ = next(line for line in across.findings(ranks, steps)
                   if line.startswith("verdicts differ"))
     assert differ.startswith("verdicts differ: most ranks waiting for rank 2 (skew); rank 2 "
-                             "host-bound (CPU compute) (ranks 0 and 1 read as bound"), differ
+                             "compute-bound (CPU compute) (ranks 0 and 1 read as bound"), differ
 
 
 def test_balanced_ranks_keep_their_own_verdicts():

@@ -31,7 +31,7 @@ from pathlib import Path
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import on_gpu
 from suites.traces.findings import FindingContext
-from suites.traces.findings.bounds import profile_bound
+from suites.traces.findings.bounds import profile_bound, verdict_label
 from suites.traces.findings.step_bound import PrimaryBound, duration
 from suites.traces.gpu_timeline import Intervals, kind, trace_timeline, union
 from suites.traces.op_kinds import is_cpu_collective
@@ -52,8 +52,7 @@ class Rank:
     @property
     def own_verdict(self) -> str:
         """What its own trace says, the other ranks unseen."""
-        b = self.bound.bound if self.bound else None
-        return f"{b.side}-bound ({b.kind})" if b else "no verdict"
+        return verdict_label(self.bound.bound) if self.bound else "no verdict"
 
     @property
     def verdict(self) -> str:
@@ -298,8 +297,7 @@ def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
             why = (f" ({_ranks(waiting)} {'reads' if len(waiting) == 1 else 'read'} as bound on "
                    f"collectives in {'its' if len(waiting) == 1 else 'their'} own trace: that "
                    f"time is waiting; what slows rank {top} sets the job's pace)")
-        elif matched and any(r.own_verdict.endswith(tuple(f"({k})" for k in _COLLECTIVE_KINDS))
-                             for r in ranks):
+        elif matched and any(r.bound and r.bound.bound.kind in _COLLECTIVE_KINDS for r in ranks):
             why = f" (a rank that waits for rank {top} reads as bound on its collectives)"
         else:
             why = ""

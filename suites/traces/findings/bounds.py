@@ -32,6 +32,23 @@ def profile_bound(ctx: FindingContext) -> PrimaryBound | None:
                          lambda: primary_bound(profile.steps, profile.analysis.mode))
 
 
+# Each bound's name, as its finding's statement begins (the trace's verdict, not a suite row's:
+# there a roofline may restate compute as overhead or memory).
+HEADLINES = {Code.OVERHEAD_BOUND: "overhead-bound", Code.COMPUTE_BOUND: "compute-bound",
+             Code.MEMORY_BOUND: "memory-bound", Code.COMM_BOUND: "communication-bound",
+             Code.COPY_BOUND: "copy-bound", Code.DEVICE_WAIT: "device waiting",
+             Code.SYNC_BOUND: "sync-bound", Code.DATA_BOUND: "data-loading-bound",
+             Code.INIT_BOUND: "initialisation-bound", Code.HOST_CODE_BOUND: "host-code-bound"}
+# Parts whose name adds to the headline: a CPU's compute and collectives run on the host.
+_NAMED_KINDS = ("CPU compute", "CPU collectives")
+
+
+def verdict_label(b: StepBound) -> str:
+    """A bound in a few words, as its statement names it: "overhead-bound",
+    "communication-bound (CPU collectives)"."""
+    return HEADLINES[b.code] + (f" ({b.kind})" if b.kind in _NAMED_KINDS else "")
+
+
 def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
     what = "call" if ctx.row is not None else "step"
     p = b.parts
@@ -227,8 +244,7 @@ def host_paced(ctx: FindingContext) -> str | None:
     found = profile_bound(ctx)
     if found is None or found.bound.side == DEVICE:
         return None
-    return (f"but the step is {found.bound.side}-bound ({found.bound.kind}): a faster kernel "
-            "would not shorten it")
+    return f"but the step is {verdict_label(found.bound)}: a faster kernel would not shorten it"
 
 
 def dominant_kernel(ctx: FindingContext):
