@@ -440,3 +440,19 @@ def test_a_dominant_kernel_gets_advice_it_can_act_on(tmp_path, kernel_us, name, 
     said = found[Code.DOMINANT_KERNEL].statement
     assert name in said and advice in said, said
     assert_consistent(found)
+
+
+def test_steps_that_differ_are_named_as_the_primary_verdict_names_its_bound(tmp_path):
+    """Two steps computing 90% of their time, a third launching one 10 us kernel: the third is
+    said with the bound's own name ("overhead-bound"), not a side and a part."""
+    events = []
+    for step, kernel_us in enumerate((900.0, 900.0, 10.0)):
+        t0 = step * 1000.0
+        events += [event(f"ProfilerStep#{step}", "user_annotation", t0, 1000.0),
+                   event("aten::mm", "cpu_op", t0 + 10, 8),
+                   event("cudaLaunchKernel", "cuda_runtime", t0 + 11, 4, correlation=step + 1),
+                   event("gemm", "kernel", t0 + 20, kernel_us, tid=7, correlation=step + 1)]
+    found = findings(profile(events, tmp_path))
+    assert primary_codes(found) == [Code.COMPUTE_BOUND]
+    said = found[Code.STEPS_DIFFER].statement
+    assert said.startswith("other steps differ: overhead-bound in 1 (ProfilerStep#2; "), said

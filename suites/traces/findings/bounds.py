@@ -185,7 +185,7 @@ def bound(ctx: FindingContext):
     if found.others:
         kinds = defaultdict(list)
         for name, b in found.others:
-            kinds[f"{b.side}-bound ({b.kind})"].append((name, b))
+            kinds[verdict_label(b)].append((name, b))
         parts = [f"{label} in {len(steps)} ({', '.join(n for n, _ in steps[:SHOWN_OTHERS])}"
                  f"{', ...' if len(steps) > SHOWN_OTHERS else ''}; e.g. {duration(steps[0][1].us)} "
                  f"of {duration(steps[0][1].window_us)})" for label, steps in kinds.items()]
