@@ -24,7 +24,7 @@ from operator import add, attrgetter, eq
 from pathlib import Path
 from typing import Any
 
-from suites.traces import split_read
+from suites.traces import begin_end, split_read
 from suites.traces.event_args import GEMM_OPS, event_info
 # Read here, and by whoever reads a trace's raw events or its errors:
 from suites.traces.trace_text import (DECODER, RawArgs, RawEvent, TraceFormatError,  # noqa: F401
@@ -141,6 +141,9 @@ class Trace:
     # category -> complete events of a category the analysis does not read (python_function,
     # cuda_profiler_range, another accelerator's activities...): reported, never silently lost
     other_categories: dict = field(default_factory=dict)
+    # Begin and end ('B', 'E') events as read, in file order: made complete events once the
+    # whole trace is read (begin_end.py), then emptied
+    begin_end: list = field(default_factory=list)
 
 
 def _number(value):
@@ -279,10 +282,25 @@ def _read_events(path, trace: Trace) -> None:
         _keep(raw_batches(path, trace.meta, decode_events), trace)
         for name in _LISTS:
             sort_nesting_order(getattr(trace, name))
+    if trace.begin_end:
+        _add_begin_end(trace)
     limit = _duration_limit([getattr(trace, name) for name in _LISTS])
     for name in _LISTS:
         events = _drop_overlong(getattr(trace, name), limit, trace, name == "device")
         setattr(trace, name, _drop_copies(events, trace.skipped))
+
+
+def _add_begin_end(trace: Trace) -> None:
+    """The trace's begin/end pairs kept as its complete events are, each counted once (the
+    pair was counted as two events as it was read)."""
+    made = begin_end.pair(trace.begin_end, trace.skipped)
+    trace.begin_end = []
+    sizes = {name: len(getattr(trace, name)) for name in _LISTS}
+    _keep([made], trace)
+    trace.n_events -= len(made)
+    for name, n in sizes.items():
+        if len(getattr(trace, name)) > n:
+            sort_nesting_order(getattr(trace, name))
 
 
 # The tail process sends an Event's fields one list per field (pickled and made into Events
@@ -301,12 +319,13 @@ def _tail_events(batches, meta: dict) -> dict:
         events = getattr(part, name)
         sort_nesting_order(events)
         lists[name] = [list(map(field, events)) for field in _SENT_FIELDS]
-    return {"lists": lists, "n_events": part.n_events,
+    return {"lists": lists, "n_events": part.n_events, "begin_end": part.begin_end,
             **{name: getattr(part, name) for name in _COUNTS}}
 
 
 def _add_tail(trace: Trace, tail: dict, meta: dict) -> None:
     trace.n_events += tail["n_events"]
+    trace.begin_end.extend(tail["begin_end"])  # after the head's: in file order
     for name in _COUNTS:
         counts = getattr(trace, name)
         for key, n in tail[name].items():
@@ -342,6 +361,7 @@ def _keep(batches, trace: Trace) -> None:
     ids: dict = {}
     infos: dict = {}  # event_args.py's tuples, shared
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
+    begin_ends, phases = trace.begin_end, begin_end.PHASES
     device, skipped_device = trace.device, trace.skipped_device
     isfinite, numbers = math.isfinite, _NUMBER_TYPES
     for batch in batches:
@@ -355,6 +375,8 @@ def _keep(batches, trace: Trace) -> None:
                 skipped[_NOT_AN_OBJECT] = skipped.get(_NOT_AN_OBJECT, 0) + 1  # said, never lost
                 continue
             if raw.ph != "X":
+                if raw.ph in phases:  # paired once the whole trace is read (begin_end.py)
+                    begin_ends.append(raw)
                 continue
             raw_cat = raw.cat
             kind = kinds.get(raw_cat) if type(raw_cat) is str else None
