@@ -75,6 +75,21 @@ def test_a_bare_array_splits_too(tmp_path, monkeypatch, bert_doc):
     assert two.tails == 1 and digest(read(path, 1, monkeypatch)) == digest(two)
 
 
+@pytest.mark.parametrize("name, bare", [("bom.json", False), ("bom.json.gz", False),
+                                        ("bom_bare.json", True)])
+def test_a_byte_order_mark_before_the_trace_is_read_past(tmp_path, monkeypatch, bert_doc,
+                                                         name, bare):
+    """A UTF-8 byte order mark (written by some Windows tools) starts the file: the trace
+    reads as without it, and still splits (its 3 bytes are counted as bytes)."""
+    text = "\ufeff" + json.dumps(bert_doc["traceEvents"] if bare else bert_doc)
+    path = tmp_path / name
+    with (gzip.open if name.endswith(".gz") else open)(path, "wt", encoding="utf-8") as f:
+        f.write(text)
+    plain = write(bert_doc["traceEvents"] if bare else bert_doc, tmp_path / f"plain_{name}")
+    one, two = read(path, 1, monkeypatch), read(path, 2, monkeypatch)
+    assert two.tails == 1 and digest(one) == digest(two) == digest(read(plain, 1, monkeypatch))
+
+
 def test_a_malformed_tail_raises_what_one_process_raises(tmp_path, monkeypatch, bert_doc):
     text = json.dumps(bert_doc)
     at = text.index('{"ph"', int(len(text) * 0.8))

@@ -25,6 +25,7 @@ from suites.common.errors import InputError
 
 _CHUNK_CHARS = 1 << 20
 _WS = " \t\r\n"
+_BOM = "\ufeff"
 _BOUNDARY = re.compile(r"\}[ \t\r\n]*,[ \t\r\n]*\{")  # between two elements, most often
 
 DECODER = "json" if msgspec is None else "msgspec"  # what reads traces here
@@ -161,6 +162,10 @@ class _Reader:
         if not chunk:
             self.eof = True
             return False
+        if not self.consumed and not self.buf and chunk.startswith(_BOM):
+            # A byte order mark (some Windows tools write one): not JSON, yet no reason to
+            # refuse the trace. Its 3 bytes are counted, so positions stay bytes' after it.
+            chunk, self.consumed = chunk[1:], len(_BOM.encode())
         if self.ascii and not chunk.isascii():  # O(1): CPython knows a str's widest char
             self.ascii = False
         # Drop what was read once it is half the window: each character is copied O(1) times.
@@ -400,7 +405,7 @@ def tail_batches(path, meta: dict | None, decode_list: Callable[[str], list], ne
     from its start (positions count characters)."""
     path = Path(path)
     with _open_checked(path) as first:
-        bare = first.read(4096).lstrip(_WS).startswith("[")
+        bare = first.read(4096).lstrip(_WS + _BOM).startswith("[")
     in_bytes = not is_gzip(path)
     with _open_text(path, near if in_bytes else 0) as stream:
         reader = _Reader(stream, str(path), decode_list)
