@@ -1,5 +1,7 @@
 """One process driving two GPUs (a model split across them): each device's activities under its
 own pid, streams per device, and a finding that says whether the devices take turns."""
+import pytest
+
 from suites.traces.call_profile import CallProfile
 from suites.traces.command import main, timelines
 from suites.traces.events import read_trace
@@ -74,13 +76,18 @@ def test_one_device_says_nothing_and_keeps_its_stream_names(tmp_path):
         "trace", "ProfilerStep#0", "stream 7"]
 
 
-def test_two_processes_merged_into_one_file_lower_confidence_and_say_why(tmp_path, capsys):
+@pytest.mark.parametrize("steps", [True, False])
+def test_two_processes_merged_into_one_file_lower_confidence_and_say_why(tmp_path, capsys, steps):
     """Two ranks' traces in one file (each on its own GPU): their steps overlap and each would
-    count the other's kernels; the verdict says so, and how to read them instead."""
+    count the other's kernels; the verdict says so, and how to read them instead. Without step
+    ranges (the whole trace one step) too: told by the processes that launch."""
     import copy
     from trace_builders import load
     from pathlib import Path
     doc = load(Path(__file__).parent / "fixtures" / "real_traces" / "h100_bert_small.json.gz")
+    if not steps:
+        doc["traceEvents"] = [e for e in doc["traceEvents"]
+                              if not str(e.get("name", "")).startswith("ProfilerStep#")]
     other = copy.deepcopy(doc["traceEvents"])
     for e in other:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
@@ -94,9 +101,14 @@ def test_two_processes_merged_into_one_file_lower_confidence_and_say_why(tmp_pat
     doc["traceEvents"] += other
     path = write(doc, tmp_path / "merged.json")
     profile = CallProfile(analyze(read_trace(path)))
-    assert len(profile.analysis.step_processes) == 2
+    assert profile.analysis.step_processes == ("19392", "20392")
+    assert [s.name for s in profile.steps] == (["ProfilerStep#6"] * 2 if steps else ["whole trace"])
     primary = next(f for f in run_detectors(FindingContext(profile=profile))
                    if f.code == Code.OVERHEAD_BOUND)
-    assert "[low confidence: the steps of 2 processes" in primary.statement
+    assert ("[low confidence: 2 processes (pids 19392, 20392) in one file: their steps overlap"
+            in primary.statement), primary.statement
     assert main([str(path)]) == 0
     assert "analyse one trace per process" in capsys.readouterr().out
+    # One process's trace without step ranges is one process: nothing said.
+    alone = write({**doc, "traceEvents": doc["traceEvents"][:len(other)]}, tmp_path / "one.json")
+    assert len(analyze(read_trace(alone)).step_processes) == 1

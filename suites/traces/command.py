@@ -129,7 +129,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
     for cat, count in unread_device_categories(trace).items():
         lines.append(f"note: {count} activities of category {cat} not analysed")
     if len(analysis.step_processes) > 1:
-        lines.append(f"note: the steps of {len(analysis.step_processes)} processes (pids "
+        lines.append(f"note: {len(analysis.step_processes)} processes (pids "
                      f"{', '.join(analysis.step_processes)}) are in this one file: their steps "
                      "overlap and each counts the others' work; analyse one trace per process "
                      "(a folder of them reads as the ranks of a job)")

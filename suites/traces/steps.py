@@ -118,8 +118,9 @@ class TraceAnalysis:
     # Of those, the ones that started before the trace's first launch call: launched before the
     # profiler started, kept out of every step's own work (the first step would absorb them).
     pre_trace_device: int = 0
-    # The processes (pids) whose step ranges the trace holds: more than one is several ranks'
-    # traces merged into one file, whose steps overlap and count each other's work.
+    # The processes (pids) whose step ranges the trace holds (without step ranges, those that
+    # launch, or run ops): more than one is several ranks' traces merged into one file, whose
+    # steps overlap and count each other's work.
     step_processes: tuple = ()
 
 
@@ -300,6 +301,8 @@ def analyze(trace: Trace, label: str | None = None,
         steps.append(metrics)
     attributed = sum(s.n_kernels for s in steps) if gpu else 0
     processes = tuple(sorted({str(step.pid) for step, _ in calls if step.pid is not None}))
+    if not processes:  # no step ranges: the whole trace is one step, over every process
+        processes = _working_processes(trace)
     return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
                          len(pre_trace) if gpu else 0, processes)
@@ -326,6 +329,14 @@ def _split_first_op_gap(metrics: StepMetrics, classifier: HostClassifier, lo: fl
         code_time[e.name] += min(e.end, hi) - max(e.ts, lo)
     metrics.first_op_gap_names = {"sync": sorted(syncs, key=syncs.get, reverse=True),
                                   "host code": sorted(code_time, key=code_time.get, reverse=True)}
+
+
+def _working_processes(trace: Trace) -> tuple:
+    """The processes that launch device work (those that run ops, in a trace without
+    launches): more than one, in a trace without step ranges, is several ranks' or workers'
+    traces merged, whose one step counts all their work together."""
+    launching = {str(c.pid) for c in trace.runtime if c.pid is not None and is_launch_api(c.name)}
+    return tuple(sorted(launching or {str(op.pid) for op in trace.cpu_ops if op.pid is not None}))
 
 
 def _by_time(activities: list[Event], calls: list[Event]) -> dict[int, list[Event]]:

@@ -142,9 +142,10 @@ def thin_evidence(ctx: FindingContext) -> str:
     analysis = ctx.profile.analysis
     device = analysis.trace.device
     if len(analysis.step_processes) > 1:
-        return (f"the steps of {len(analysis.step_processes)} processes (pids "
-                f"{', '.join(analysis.step_processes)}) in one file overlap, and each counts "
-                "the others' work in its span: analyse one file per process, as ranks")
+        return (f"{len(analysis.step_processes)} processes (pids "
+                f"{', '.join(analysis.step_processes)}) in one file: their steps overlap, and "
+                "each counts the others' work in its span: analyse one file per process, as "
+                "ranks")
     if device and analysis.unlinked_device > THIN_UNLINKED_SHARE * len(device):
         return (f"{analysis.unlinked_device} of {len(device)} device activities have no launch "
                 "in the trace, so why the device waited is partly guessed")
