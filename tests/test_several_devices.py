@@ -103,8 +103,13 @@ def test_two_processes_merged_into_one_file_lower_confidence_and_say_why(tmp_pat
     profile = CallProfile(analyze(read_trace(path)))
     assert profile.analysis.step_processes == ("19392", "20392")
     assert [s.name for s in profile.steps] == (["ProfilerStep#6"] * 2 if steps else ["whole trace"])
-    primary = next(f for f in run_detectors(FindingContext(profile=profile))
-                   if f.code == Code.OVERHEAD_BOUND)
+    found = {f.code: f for f in run_detectors(FindingContext(profile=profile))}
+    primary = found[Code.OVERHEAD_BOUND]
+    devices = found[Code.SEVERAL_DEVICES]  # each rank on its own GPU: no split model
+    assert devices.severity == Severity.INFO and "take turns" not in devices.statement
+    assert devices.statement.endswith("2 processes drive them (pids 19392, 20392): the ranks of "
+                                      "a job in one file, not one process's split model; "
+                                      "analyse one file per process"), devices.statement
     assert ("[low confidence: 2 processes (pids 19392, 20392) in one file: their steps overlap"
             in primary.statement), primary.statement
     assert main([str(path)]) == 0

@@ -61,11 +61,17 @@ def several_devices(ctx: FindingContext):
                  f"them as one device, busy when any is; busy alone: {found.shares()} of the "
                  f"{found.span_us / 1e3:.3g} ms span; two or more busy at once: "
                  f"{found.together_us / found.span_us:.0%} of it")
-    if found.take_turns:
+    processes = ctx.profile.analysis.step_processes
+    if len(processes) > 1:  # each process drives its own: ranks merged, not a split model
+        statement += (f"; {len(processes)} processes drive them (pids {', '.join(processes)}): "
+                      "the ranks of a job in one file, not one process's split model; analyse "
+                      "one file per process")
+    elif found.take_turns:
         statement += (": they take turns (a model split across devices and run in sequence), "
                       "each idle while another works; micro-batches through the stages, or a "
                       "replica per device, would keep them busy together")
-    yield Finding(Code.SEVERAL_DEVICES, Severity.NOTICE if found.take_turns else Severity.INFO,
+    turns = found.take_turns and len(processes) <= 1
+    yield Finding(Code.SEVERAL_DEVICES, Severity.NOTICE if turns else Severity.INFO,
                   statement, {"devices": len(found.alone), "span_us": found.span_us,
                               "together_us": found.together_us,
                               **{f"device_{d}_busy_us": us for d, us in found.alone.items()}})
