@@ -17,8 +17,7 @@ from operator import itemgetter
 
 from suites.traces.trace_text import RawEvent
 
-BEGIN, END = "B", "E"
-PHASES = frozenset({BEGIN, END})
+BEGIN = "B"
 UNMATCHED_END = "an end ('E') event with no begin ('B') open on its thread"
 UNENDED_BEGIN = "a begin ('B') event never ended on its thread"
 BAD_TIME = "a begin or end ('B'/'E') event without a finite numeric timestamp"

@@ -361,7 +361,7 @@ def _keep(batches, trace: Trace) -> None:
     ids: dict = {}
     infos: dict = {}  # event_args.py's tuples, shared
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
-    begin_ends, phases = trace.begin_end, begin_end.PHASES
+    begin_ends = trace.begin_end
     device, skipped_device = trace.device, trace.skipped_device
     isfinite, numbers = math.isfinite, _NUMBER_TYPES
     for batch in batches:
@@ -374,8 +374,9 @@ def _keep(batches, trace: Trace) -> None:
             elif type(raw) is not RawEvent:
                 skipped[_NOT_AN_OBJECT] = skipped.get(_NOT_AN_OBJECT, 0) + 1  # said, never lost
                 continue
-            if raw.ph != "X":
-                if raw.ph in phases:  # paired once the whole trace is read (begin_end.py)
+            ph = raw.ph
+            if ph != "X":
+                if ph == "B" or ph == "E":  # paired once the whole trace is read (begin_end.py)
                     begin_ends.append(raw)
                 continue
             raw_cat = raw.cat
@@ -419,14 +420,21 @@ def _keep(batches, trace: Trace) -> None:
                 if args is not None:
                     skipped[_ARGS_NOT_OBJECT] = skipped.get(_ARGS_NOT_OBJECT, 0) + 1
                 corr = ext = nbytes = None
-            interned = names.get(name)
-            if interned is None:
+            try:
+                interned = names[name]
+            except KeyError:
                 interned = names[name] = sys.intern(str(name))
+            except TypeError:  # a list or an object for a name: kept as its text
+                interned = sys.intern(str(name))
             pid, tid = raw.pid, raw.tid
             if type(pid) is int:
                 pid = ids.setdefault(pid, pid)
+            elif type(pid) is not str:  # a list or an object: its text, so threads group
+                pid = _hashable(pid)
             if type(tid) is int:
                 tid = ids.setdefault(tid, tid)
+            elif type(tid) is not str:
+                tid = _hashable(tid)
             event = Event(interned, cat, float(ts), float(dur), pid, tid, corr, ext, nbytes)
             if (cat == "kernel" or interned in GEMM_OPS) and type(args) is RawArgs:
                 event.info = event_info(cat, interned, args, infos)
