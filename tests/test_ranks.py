@@ -146,3 +146,36 @@ def test_gpu_ranks_show_their_timelines_side_by_side(skewed):
         assert 85 < row["idle_pct"] < 95  # both launch-bound: the GPU mostly idle
     cpu_ranks, cpu_steps = skewed
     assert "computation_pct" not in across.rank_rows(cpu_ranks, cpu_steps)[0]
+
+
+def test_a_rank_that_cannot_be_read_is_said_and_the_job_read_from_the_others(tmp_path, capsys):
+    """One rank's file cut short (a job killed while writing): the others are compared, and
+    the page says which file was left out and why; none readable is one line."""
+    (tmp_path / "job").mkdir()
+    for name in ("rank0.json.gz", "rank2.json.gz"):
+        (tmp_path / "job" / name).write_bytes((FIXTURES / "skewed" / name).read_bytes())
+    cut = (FIXTURES / "skewed" / "rank1.json.gz").read_bytes()
+    (tmp_path / "job" / "rank1.json.gz").write_bytes(cut[:len(cut) // 3])
+    assert command.main([str(tmp_path / "job")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"note: not read, so not among the ranks below: {tmp_path}/job/"
+                          "rank1.json.gz: cannot read the file"), out
+    assert "\n2 ranks (gloo), 4 step(s) on every rank:" in out
+    assert "slowest rank: rank 2 in 4 of 4 step(s)" in out
+    (tmp_path / "job" / "rank0.json.gz").unlink()
+    assert command.main([str(tmp_path / "job")]) == 0  # one rank left: read, nothing compared
+    out = capsys.readouterr().out
+    assert "\n1 rank (gloo), " in out and "one rank read: nothing to compare across ranks" in out
+    (tmp_path / "job" / "rank2.json.gz").unlink()
+    (tmp_path / "job" / "rank3.json").write_text("[")
+    assert command.main([str(tmp_path / "job")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rank1.json.gz: cannot read the file" in err
+
+
+def test_two_files_that_say_one_rank_are_numbered_and_said(tmp_path, capsys):
+    files = [str(FIXTURES / "skewed" / "rank0.json.gz")] * 2  # the same trace given twice
+    assert command.main(files) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("note: rank0.json.gz and rank0.json.gz both say rank 0 "
+                          "(distributedInfo): the ranks are numbered by file order"), out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kernels.names import DTYPE_NAMES
 from suites.common import cli
-from suites.common.errors import ConfigError
+from suites.common.errors import ConfigError, InputError
 from suites.common.text_table import text_table
 from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.codes import BOUND_CODES, Code
@@ -333,19 +333,31 @@ def trace_paths(given: list[Path]) -> list[Path]:
 def analyze_ranks(paths: list[Path], args) -> None:
     """Each trace a rank of one job: its verdict and figures side by side, then across ranks."""
     from suites.traces import ranks as across
-    profiles = []
+    profiles, unread = [], []
     for path in paths:
-        trace = read_trace(path)
-        _check_names(trace, args)
-        profiles.append((path, CallProfile(analyze(trace, label=args.label,
-                                                   step_pattern=args.steps))))
+        try:  # one rank's file that cannot be read is said, and the job read from the others
+            trace = read_trace(path)
+            _check_names(trace, args)
+            profile = CallProfile(analyze(trace, label=args.label, step_pattern=args.steps))
+        except ConfigError:  # --steps or --label: the user's, for every rank
+            raise
+        except (InputError, OSError) as exc:
+            unread.append(exc)
+            continue
+        profiles.append((path, profile))
+    if not profiles:
+        raise unread[0]
     ranks = across.load(profiles)
     steps = across.across(ranks)
     rows = across.rank_rows(ranks, steps)
-    lines = [f"{len(ranks)} ranks ({ranks[0].backend or 'backend not recorded'}), "
-             f"{len(steps)} step(s) on every rank:",
-             text_table(rows, list(rows[0]) if rows else [], lambda v: f"{v:.3g}"), "",
-             "per rank:"]
+    claims = across.claims_note(ranks)
+    lines = [f"note: not read, so not among the ranks below: {exc}" for exc in unread]
+    lines += [f"note: {claims}"] if claims else []
+    lines += [f"{len(ranks)} rank{'s' if len(ranks) > 1 else ''} "
+              f"({ranks[0].backend or 'backend not recorded'}), "
+              f"{len(steps)} step(s) on every rank:",
+              text_table(rows, list(rows[0]) if rows else [], lambda v: f"{v:.3g}"), "",
+              "per rank:"]
     per_rank_findings = []
     for r in ranks:
         found = run_detectors(FindingContext(profile=r.profile, dtype=args.dtype))

@@ -24,7 +24,7 @@ Durations only: the ranks' clocks need not agree (another host's clock can be se
 from __future__ import annotations
 
 import statistics
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +48,7 @@ class Rank:
     bound: PrimaryBound | None = None
     backend: str = ""
     skew: Skew | None = None  # set by across(): its wait for the slowest rank bounds its step
+    claimed: int | None = None  # the rank its trace says it is, where two files say the same
 
     @property
     def own_verdict(self) -> str:
@@ -192,8 +193,24 @@ def load(profiles: list[tuple[Path, CallProfile]]) -> list[Rank]:
     seen = Counter(r.rank for r in ranks)
     if any(n > 1 for n in seen.values()):  # two files claim one rank: number them by order
         for i, r in enumerate(ranks):
-            r.rank = i
+            r.claimed, r.rank = r.rank, i
     return sorted(ranks, key=lambda r: r.rank)
+
+
+def claims_note(ranks: list[Rank]) -> str:
+    """Where two files said they were the same rank (the same trace given twice, or traces of
+    two jobs): which, and that the ranks are numbered by file order instead; "" otherwise."""
+    claims: dict = defaultdict(list)
+    for r in ranks:
+        if r.claimed is not None:
+            claims[r.claimed].append(r.path.name)
+    twice = [f"{' and '.join(names)} all say rank {rank}" if len(names) > 2 else
+             f"{' and '.join(names)} both say rank {rank}"
+             for rank, names in sorted(claims.items()) if len(names) > 1]
+    if not twice:
+        return ""
+    return ("; ".join(twice) + " (distributedInfo): the ranks are numbered by file order; "
+            "the same trace given twice, or traces of different jobs?")
 
 
 def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
@@ -258,6 +275,8 @@ def waiting_note(rank: Rank, steps: list[StepAcross]) -> str:
 
 def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
     """What the ranks say together, in words."""
+    if len(ranks) < 2:  # the others could not be read (said above the table)
+        return ["one rank read: nothing to compare across ranks"]
     if not steps:
         return ["no step is on every rank (steps are matched by name): nothing to compare"]
     lines = []
