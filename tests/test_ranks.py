@@ -179,3 +179,17 @@ def test_two_files_that_say_one_rank_are_numbered_and_said(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("note: rank0.json.gz and rank0.json.gz both say rank 0 "
                           "(distributedInfo): the ranks are numbered by file order"), out
+
+
+def test_traces_that_cannot_be_one_jobs_ranks_are_said_to_differ(capsys):
+    real = FIXTURES.parent / "real_traces"
+    files = [FIXTURES / "skewed" / "rank0.json.gz", real / "h100_bert_small.json.gz",
+             real / "mi300_bert_small.json.gz"]
+    assert command.main([str(f) for f in files]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == ("note: kinds differ (cpu: rank0.json.gz; gpu: h100_bert_small.json.gz, "
+                     "mi300_bert_small.json.gz); devices differ (NVIDIA H100 80GB HBM3: "
+                     "h100_bert_small.json.gz; AMD Instinct MI300X VF: mi300_bert_small.json.gz): "
+                     "these may not be the ranks of one job"), first
+    assert command.main([str(FIXTURES / "balanced")]) == 0  # one job's ranks: nothing said
+    assert capsys.readouterr().out.startswith("3 ranks (gloo)")

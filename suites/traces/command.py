@@ -26,7 +26,7 @@ from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
-from suites.traces.device_time import GPU, on_gpu, unread_device_categories
+from suites.traces.device_time import GPU, device_name, on_gpu, unread_device_categories
 from suites.traces.occupancy import ATTENTION_NOTE, is_attention
 from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, stream_timelines,
                                        timeline)
@@ -101,20 +101,12 @@ def timeline_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _device_name(meta: dict) -> str:
-    props = meta.get("deviceProperties")
-    if isinstance(props, dict):  # some writers give one object, not a list
-        props = [props]
-    first = props[0] if isinstance(props, list) and props else None
-    return str(first.get("name", "")) if isinstance(first, dict) else ""
-
-
 def summary(path: Path, profile: CallProfile, findings, top: int,
             seconds: tuple[float, float], timeline_rows: list[dict] | None = None) -> str:
     """The console's page; `seconds`: (reading the trace, analysing it), each said apart, so a
     slow run shows which part to look at."""
     analysis, trace = profile.analysis, profile.analysis.trace
-    device = _device_name(trace.meta)
+    device = device_name(trace.meta)
     mode = {GPU: "gpu (CUDA, ROCm or MTIA activities)",
             "cpu": "cpu (no device in the trace)"}.get(
         analysis.mode, "host only (a device whose activities the trace lacks)")
@@ -352,7 +344,7 @@ def analyze_ranks(paths: list[Path], args) -> None:
     rows = across.rank_rows(ranks, steps)
     claims = across.claims_note(ranks)
     lines = [f"note: not read, so not among the ranks below: {exc}" for exc in unread]
-    lines += [f"note: {claims}"] if claims else []
+    lines += [f"note: {note}" for note in (claims, across.mixed_note(ranks)) if note]
     lines += [f"{len(ranks)} rank{'s' if len(ranks) > 1 else ''} "
               f"({ranks[0].backend or 'backend not recorded'}), "
               f"{len(steps)} step(s) on every rank:",

@@ -68,6 +68,15 @@ def unread_device_categories(trace: Trace) -> dict[str, int]:
     return {cat: n for cat, n in trace.other_categories.items() if cat not in HOST_CATEGORIES}
 
 
+def device_name(meta: dict) -> str:
+    """The trace's (first) device's name from its deviceProperties, "" where none is given."""
+    props = meta.get("deviceProperties")
+    if isinstance(props, dict):  # some writers give one object, not a list
+        props = [props]
+    first = props[0] if isinstance(props, list) and props else None
+    return str(first.get("name", "")) if isinstance(first, dict) else ""
+
+
 def _device_properties(meta: dict) -> bool:
     props = meta.get("deviceProperties")
     return bool(props) and isinstance(props, (list, dict))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suites.traces.call_profile import CallProfile
-from suites.traces.device_time import on_gpu
+from suites.traces.device_time import GPU, HOST_ONLY, device_name, on_gpu
 from suites.traces.findings import FindingContext
 from suites.traces.findings.bounds import profile_bound, verdict_label
 from suites.traces.findings.step_bound import PrimaryBound, duration
@@ -195,6 +195,26 @@ def load(profiles: list[tuple[Path, CallProfile]]) -> list[Rank]:
         for i, r in enumerate(ranks):
             r.claimed, r.rank = r.rank, i
     return sorted(ranks, key=lambda r: r.rank)
+
+
+_KIND_NAMES = {GPU: "gpu", "cpu": "cpu", HOST_ONLY: "host only"}
+
+
+def mixed_note(ranks: list[Rank]) -> str:
+    """Where the traces cannot be one job's ranks (a CPU trace beside GPU ones, two kinds of
+    device, two backends): what differs, and by file; "" otherwise."""
+    said = []
+    for what, value in (("kinds", lambda r: _KIND_NAMES.get(r.profile.analysis.mode, "?")),
+                        ("devices", lambda r: device_name(r.profile.analysis.trace.meta)),
+                        ("backends", lambda r: r.backend)):
+        by_value: dict = defaultdict(list)
+        for r in ranks:
+            if value(r):
+                by_value[value(r)].append(r.path.name)
+        if len(by_value) > 1:
+            said.append(f"{what} differ (" + "; ".join(
+                f"{v}: {', '.join(names)}" for v, names in by_value.items()) + ")")
+    return ("; ".join(said) + ": these may not be the ranks of one job") if said else ""
 
 
 def claims_note(ranks: list[Rank]) -> str:
