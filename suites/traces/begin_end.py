@@ -15,18 +15,13 @@ import math
 from collections import defaultdict
 from operator import itemgetter
 
-from suites.traces.trace_text import RawEvent
+from suites.traces.trace_text import RawEvent, hashable_id
 
 BEGIN = "B"
 UNMATCHED_END = "an end ('E') event with no begin ('B') open on its thread"
 UNENDED_BEGIN = "a begin ('B') event never ended on its thread"
 BAD_TIME = "a begin or end ('B'/'E') event without a finite numeric timestamp"
 _NUMBERS = (int, float)
-
-
-def _key(value):
-    """A pid or tid as a dict key (a malformed trace may give a list)."""
-    return value if value is None or type(value) in (int, str, float) else repr(value)
 
 
 def _latest(open_: list, name) -> int:
@@ -47,7 +42,7 @@ def pair(events: list, skipped: dict) -> list:
         if type(ts) not in _NUMBERS or not math.isfinite(ts):
             skipped[BAD_TIME] = skipped.get(BAD_TIME, 0) + 1
             continue
-        threads[(_key(event.pid), _key(event.tid))].append((ts, order, event))
+        threads[(hashable_id(event.pid), hashable_id(event.tid))].append((ts, order, event))
     made = []
     for marks in threads.values():
         marks.sort(key=itemgetter(0, 1))  # by time; at one instant, as the file gives them

@@ -28,7 +28,8 @@ from suites.traces import begin_end, split_read
 from suites.traces.event_args import GEMM_OPS, event_info
 # Read here, and by whoever reads a trace's raw events or its errors:
 from suites.traces.trace_text import (DECODER, RawArgs, RawEvent, TraceFormatError,  # noqa: F401
-                                     decode_events, iter_raw_events, json_event, raw_batches)
+                                     decode_events, hashable_id, iter_raw_events, json_event,
+                                     raw_batches)
 
 try:
     import msgspec
@@ -166,11 +167,6 @@ def _problem(ts, dur) -> str:
     return "negative duration"
 
 
-def _hashable(value):
-    """A pid or tid as a set key: a malformed trace may give a list or an object."""
-    return value if value is None or type(value) in (int, str, float) else repr(value)
-
-
 DUPLICATE = "an exact copy of an earlier event (same name, category, times, thread and ids)"
 
 
@@ -198,7 +194,7 @@ def _drop_copies(events: list[Event], skipped: dict) -> list[Event]:
 
 
 def _copy_key(event: Event) -> tuple:
-    return (event.name, event.cat, _hashable(event.pid), _hashable(event.tid), event.corr,
+    return (event.name, event.cat, event.pid, event.tid, event.corr,
             event.ext)
 
 
@@ -430,11 +426,11 @@ def _keep(batches, trace: Trace) -> None:
             if type(pid) is int:
                 pid = ids.setdefault(pid, pid)
             elif type(pid) is not str:  # a list or an object: its text, so threads group
-                pid = _hashable(pid)
+                pid = hashable_id(pid)
             if type(tid) is int:
                 tid = ids.setdefault(tid, tid)
             elif type(tid) is not str:
-                tid = _hashable(tid)
+                tid = hashable_id(tid)
             event = Event(interned, cat, float(ts), float(dur), pid, tid, corr, ext, nbytes)
             if (cat == "kernel" or interned in GEMM_OPS) and type(args) is RawArgs:
                 event.info = event_info(cat, interned, args, infos)

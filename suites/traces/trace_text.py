@@ -103,6 +103,12 @@ else:
     decode_values = _with_json_fallback(msgspec.json.Decoder())
 
 
+def hashable_id(value):
+    """A pid or tid as a dict key, and as a thread's name: a malformed trace may give a list
+    or an object (its text, then)."""
+    return value if value is None or type(value) in (int, str, float) else repr(value)
+
+
 class TraceFormatError(InputError):
     """The file is not a readable Chrome trace (a bad input file, not a bad configuration); the
     message says where and why."""
