@@ -53,11 +53,7 @@ class StepMetrics:
     kernels: list[Event] = field(default_factory=list)
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
-    first_op_gap_us: float = float("nan")  # call range start -> its first op
-    # What the host did in that gap (host_wait.py's causes; "launch" the rest: Python or a
-    # compile), and the names of the blocking calls and host-code ranges in it, longest first
-    first_op_gap_parts: dict = field(default_factory=dict)
-    first_op_gap_names: dict = field(default_factory=dict)
+    first_op_gap_us: float = float("nan")  # call range start -> its first op (split_first_op_gap)
     blocking_us: float = 0.0  # synchronize calls, and copy calls that waited for their copy
     blocking_calls: list[Event] = field(default_factory=list)  # those calls
     window: DeviceWindow | None = None  # GPU: what the device did in the step's window
@@ -122,6 +118,9 @@ class TraceAnalysis:
     # launch, or run ops): more than one is several ranks' traces merged into one file, whose
     # steps overlap and count each other's work.
     step_processes: tuple = ()
+    # What each host range is (set-up, data loading, collectives, the program's own code): kept
+    # for the findings that split a step's host time after the analysis (split_first_op_gap)
+    classifier: HostClassifier | None = None
 
 
 def nest_cpu_events(trace: Trace) -> dict:
@@ -285,8 +284,6 @@ def analyze(trace: Trace, label: str | None = None,
         host = classifier.parts(runtime, call.ts, call.end)
         metrics = _step_metrics(step, call, ops, runtime, device_by_corr, by_time.get(i, []),
                                 mode, host, flush.call if flush is not None else None)
-        if ops and ops[0].ts > call.ts:
-            _split_first_op_gap(metrics, classifier, call.ts, ops[0].ts)
         if coverage is not None:
             lo, hi = window_bounds(call.ts, call.end, metrics.kernels, device_end, window_end)
             window_end = hi
@@ -305,30 +302,34 @@ def analyze(trace: Trace, label: str | None = None,
         processes = _working_processes(trace)
     return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
-                         len(pre_trace) if gpu else 0, processes)
+                         len(pre_trace) if gpu else 0, processes, classifier)
 
 
-def _split_first_op_gap(metrics: StepMetrics, classifier: HostClassifier, lo: float,
-                        hi: float) -> None:
-    """What the host did between the call's start and its first op: a sync there is the host
-    waiting for the device (a torch.cuda.synchronize() at the top of a step), not Python. The
-    program's own ranges count where they run inside the call: not the call's range itself,
-    nor one around the whole call."""
-    call = metrics.call
+def split_first_op_gap(analysis: TraceAnalysis, step: StepMetrics) -> tuple[dict, dict]:
+    """What the host did between the step's call start and its first op, as host_wait.py's
+    causes ("launch" the rest: Python or a compile), and the names of the blocking calls and
+    host-code ranges in it, longest first. A sync there is the host waiting for the device (a
+    torch.cuda.synchronize() at the top of a step), not Python. The program's own ranges count
+    where they run inside the call: not the call's range itself, nor one around the whole call.
+    Asked for the step a finding names (80 us a step: 0.3 s of a 1 GB trace's, for every step)."""
+    call, classifier = step.call, analysis.classifier
+    if call is None or classifier is None or not step.op_events:
+        return {}, {}
+    lo, hi = call.ts, step.op_events[0].ts
     code = [e for e in classifier.code.inside(lo, hi)
             if e is not call and not (e.ts <= call.ts and e.end >= call.end)]
-    causes = classifier.causes(metrics, lo, hi)
+    causes = classifier.causes(step, lo, hi)
     causes["host code"] = [(max(e.ts, lo), min(e.end, hi)) for e in code]
-    metrics.first_op_gap_parts = split_host_wait([(lo, hi)], causes)
+    parts = split_host_wait([(lo, hi)], causes)
     syncs: dict[str, float] = defaultdict(float)
-    for c in metrics.blocking_calls:
+    for c in step.blocking_calls:
         if c.ts < hi and c.end > lo:
             syncs[c.name] += min(c.end, hi) - max(c.ts, lo)
     code_time: dict[str, float] = defaultdict(float)
     for e in code:
         code_time[e.name] += min(e.end, hi) - max(e.ts, lo)
-    metrics.first_op_gap_names = {"sync": sorted(syncs, key=syncs.get, reverse=True),
-                                  "host code": sorted(code_time, key=code_time.get, reverse=True)}
+    return parts, {"sync": sorted(syncs, key=syncs.get, reverse=True),
+                   "host code": sorted(code_time, key=code_time.get, reverse=True)}
 
 
 def _working_processes(trace: Trace) -> tuple:

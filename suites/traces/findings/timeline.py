@@ -10,6 +10,7 @@ from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.step_bound import DEVICE
 from suites.traces.device_time import kernel_us
+from suites.traces.steps import split_first_op_gap
 
 COLD_FACTOR = 2.0  # first step this many times the median of the rest
 GAP_US, GAP_SHARE = 100.0, 0.25  # record_function start -> first op
@@ -50,11 +51,12 @@ def late_first_op(ctx: FindingContext):
     for step in ctx.profile.steps if ctx.profile else []:
         gap = step.first_op_gap_us
         if gap == gap and gap > GAP_US and gap > GAP_SHARE * step.host_us:
-            parts = step.first_op_gap_parts or {"launch": gap}
+            parts, names = split_first_op_gap(ctx.profile.analysis, step)
+            parts = parts or {"launch": gap}
             shown = sorted((p for p in parts.items() if p[1] >= GAP_PART_SHOWN * gap),
                            key=lambda p: p[1], reverse=True) or [("launch", gap)]
             lead = shown[0][0]
-            said = "; ".join(_gap_part(step, name, us) for name, us in shown)
+            said = "; ".join(_gap_part(names, name, us) for name, us in shown)
             advice = ("the host waited for the device before the step's first op (a "
                       "synchronize at the top of the step keeps host and device from "
                       "overlapping)" if lead == "sync" else
@@ -67,8 +69,8 @@ def late_first_op(ctx: FindingContext):
             return  # once per profile is enough to point at it
 
 
-def _gap_part(step, name: str, us: float) -> str:
-    names = step.first_op_gap_names.get(name) or []
+def _gap_part(names_of: dict, name: str, us: float) -> str:
+    names = names_of.get(name) or []
     shown = f" ({', '.join(names[:2])}{' and more' if len(names) > 2 else ''})" if names else ""
     return f"{_GAP_PARTS[name]} {us:.0f} us{shown}"
 
