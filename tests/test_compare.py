@@ -466,3 +466,21 @@ def test_real_runs_and_a_multirun_folder(tiny_sweep, tmp_path, capsys):
     verdicts = frame.set_index("case_id")["verdict"]
     assert len(frame) == 4 and (verdicts["M16-N16-K16-bf16"] == "only in B").all()
     assert "2 run folders" not in capsys.readouterr().err  # the sweep's jobs hold different rows
+
+
+def test_a_case_whose_every_variant_moved_together_is_said_so(tmp_path, capsys):
+    """A/A runs in which one case ran 1.8x faster in B, every variant and its baseline alike (a
+    busy machine during that case in A): its rows are called, and the page says the whole case
+    moved; a case whose variants moved apart is not named."""
+    rows = [("M64", "eager", "ok", "", 100.0), ("M64", "addmm", "ok", "", 90.0),
+            ("M128", "eager", "ok", "", 200.0), ("M128", "addmm", "ok", "", 180.0)]
+    a = write_run(tmp_path / "a", rows, seed=1, spread=0.005)
+    b = write_run(tmp_path / "b", [(c, v, s, r, t / 1.8 if c == "M128" else t)
+                                   for c, v, s, r, t in rows], seed=2, spread=0.005)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out"), "--drift-sd", "0.01"]) == 0
+    out = capsys.readouterr().out
+    said = next(line for line in out.splitlines() if "moved together" in line)
+    assert said.startswith("M128 (matmul_add): every variant moved together, B/A 0.55"), said
+    assert "(eager, addmm): the whole case ran at another speed in one run" in said
+    assert said in (tmp_path / "out" / "compare.md").read_text()
+    assert "M64 (matmul_add)" not in out

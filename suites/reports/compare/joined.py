@@ -161,6 +161,33 @@ def compare_rows(side_a: Side, side_b: Side, rule: Rule = Rule(), figure: str | 
     return pd.DataFrame(pairs, columns=COLUMNS)
 
 
+# A case whose every variant moved the same way by at least this much, all within SPREAD of
+# one another, moved as a whole: said beside its rows' calls (an A/A pair here had a case 1.5-1.9x
+# slower in one run, every variant and its baseline alike, while the machine was busy).
+MOVED, SPREAD = 1.10, 1.25
+
+
+def moved_together(frame: pd.DataFrame) -> list[str]:
+    """A line per case with a row called faster or slower whose every compared variant, its
+    baseline too, moved together: the whole case ran at another speed in one run (the machine
+    while it ran), or something all its variants share changed. A variant's own change shows
+    against the others in its run (its speedup), which a move of the whole case leaves alone."""
+    lines = []
+    compared = frame[frame["ratio"].notna()]
+    for (suite, case), rows in compared.groupby(["suite", "case_id"], sort=False):
+        ratios = rows["ratio"]
+        called = rows["verdict"].isin([Change.FASTER, Change.SLOWER]).any()
+        same_way = (ratios > MOVED).all() or (ratios < 1 / MOVED).all()
+        if len(rows) < 2 or not called or not same_way or ratios.max() > SPREAD * ratios.min():
+            continue
+        lines.append(f"{case} ({suite}): every variant moved together, B/A "
+                     f"{plain(ratios.min())} to {plain(ratios.max())} ({', '.join(rows['variant'])})"
+                     ": the whole case ran at another speed in one run (the machine while it "
+                     "ran?) or something its variants share changed; a variant's own change "
+                     "shows in its speedup over the others in each run")
+    return lines
+
+
 def summary_lines(frame: pd.DataFrame) -> list[str]:
     """Counts per verdict, then the largest speedup and slowdown among decided rows."""
     counts = frame["verdict"].value_counts()
@@ -182,6 +209,7 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
         lines.append("inconclusive: neither a change (the 99% interval of B/A spans 1) nor shown "
                      "equivalent (the 90% interval reaches beyond the floor); these rows could "
                      f"have seen a change of {mde.min():.0%} to {mde.max():.0%} (mde)")
+    lines += moved_together(frame)
     both = frame["status_a"].notna() & frame["status_b"].notna()
     if len(frame) and not both.any():
         lines.append("no row is in both A and B: are these the same suite and grid?")
