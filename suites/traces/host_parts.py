@@ -70,10 +70,7 @@ class HostClassifier:
 
     def code_names(self, lo: float, hi: float) -> list[str]:
         """The host-code ranges' names in [lo, hi], longest first."""
-        time: dict[str, float] = defaultdict(float)
-        for e in self.code.inside(lo, hi):
-            time[e.name] += min(e.end, hi) - max(e.ts, lo)
-        return sorted(time, key=time.get, reverse=True)
+        return names_by_time(self.code.inside(lo, hi), lo, hi)
 
     def is_init(self, call: Event) -> bool:
         if (call.dur < INIT_MIN_US or is_sync_api(call.name) or is_copy_api(call.name)
@@ -91,6 +88,16 @@ class HostClassifier:
         return HostParts(init_us=length(union([(c.ts, c.end) for c in init])),
                          data_us=self.data.covered(lo, hi),
                          collective_us=self.collectives.covered(lo, hi), init_calls=init)
+
+
+def names_by_time(events, lo: float, hi: float) -> list[str]:
+    """The names of `events` by their time inside [lo, hi], longest first (events outside it
+    count nothing)."""
+    time: dict[str, float] = defaultdict(float)
+    for e in events:
+        if e.ts < hi and e.end > lo:
+            time[e.name] += min(e.end, hi) - max(e.ts, lo)
+    return sorted(time, key=time.get, reverse=True)
 
 
 class _Ranges:

@@ -209,8 +209,8 @@ def mixed_note(ranks: list[Rank]) -> str:
                         ("backends", lambda r: r.backend)):
         by_value: dict = defaultdict(list)
         for r in ranks:
-            if value(r):
-                by_value[value(r)].append(r.path.name)
+            if v := value(r):
+                by_value[v].append(r.path.name)
         if len(by_value) > 1:
             said.append(f"{what} differ (" + "; ".join(
                 f"{v}: {', '.join(names)}" for v, names in by_value.items()) + ")")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
-from suites.traces.host_parts import HostClassifier, HostParts
+from suites.traces.host_parts import HostClassifier, HostParts, names_by_time
 from suites.traces.host_wait import split_host_wait
 from suites.traces.nesting import by_thread
 from suites.traces.op_kinds import (COPY_WRAPPERS, STEP_PREFIX, is_copy_api, is_cpu_kernel,
@@ -321,15 +321,8 @@ def split_first_op_gap(analysis: TraceAnalysis, step: StepMetrics) -> tuple[dict
     causes = classifier.causes(step, lo, hi)
     causes["host code"] = [(max(e.ts, lo), min(e.end, hi)) for e in code]
     parts = split_host_wait([(lo, hi)], causes)
-    syncs: dict[str, float] = defaultdict(float)
-    for c in step.blocking_calls:
-        if c.ts < hi and c.end > lo:
-            syncs[c.name] += min(c.end, hi) - max(c.ts, lo)
-    code_time: dict[str, float] = defaultdict(float)
-    for e in code:
-        code_time[e.name] += min(e.end, hi) - max(e.ts, lo)
-    return parts, {"sync": sorted(syncs, key=syncs.get, reverse=True),
-                   "host code": sorted(code_time, key=code_time.get, reverse=True)}
+    return parts, {"sync": names_by_time(step.blocking_calls, lo, hi),
+                   "host code": names_by_time(code, lo, hi)}
 
 
 def _working_processes(trace: Trace) -> tuple:
