@@ -140,6 +140,15 @@ def test_malformed_traces_raise_a_clear_error(tmp_path, text, message):
     assert isinstance(raised.value, InputError)  # a bad input file, not a bad configuration
 
 
+@pytest.mark.parametrize("data", [bytes([0x0a, 0x85, 0x01, 0x12, 0x00]) + bytes(range(256)),
+                                  b"\x80\x04\x95\x0b\x00"])  # a protobuf's start; a pickle's
+def test_a_binary_file_is_said_to_be_no_json_trace(tmp_path, data):
+    path = tmp_path / "trace.pftrace"
+    path.write_bytes(data)
+    with pytest.raises(TraceFormatError, match="not JSON text but binary data.*export_chrome"):
+        read_trace(path)
+
+
 def test_truncated_gzip_is_a_format_error(tmp_path):
     data = TRITON_TRACE.read_bytes()
     path = tmp_path / "cut.json.gz"
@@ -227,6 +236,16 @@ def test_a_trace_with_nothing_to_analyse_is_a_format_error(tmp_path):
     doc = {"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}
     with pytest.raises(TraceFormatError, match="nothing to analyse"):
         analyze(read_trace(write(doc, tmp_path / "m.json")))
+
+
+def test_a_trace_from_another_profiler_says_what_it_holds(tmp_path):
+    """JAX and TensorFlow write complete events without a `cat`: told, not just "nothing"."""
+    events = [{"ph": "X", "name": f"fusion.{i}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+              for i in range(3)]
+    events.append(event("f", "python_function", 0, 3))
+    with pytest.raises(TraceFormatError, match="its complete events: 3 without a category, "
+                       "1 'python_function'; written by another profiler"):
+        analyze(read_trace(write({"traceEvents": events}, tmp_path / "jax.json")))
 
 
 def test_a_kernel_under_a_runtime_and_a_driver_launch_counts_once(tmp_path):

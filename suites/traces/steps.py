@@ -183,10 +183,29 @@ def find_steps(trace: Trace, pattern: str | None = None) -> list[Event]:
         why = "; ".join(f"{n} {problem}" for problem, n in trace.skipped.items())
         raise TraceFormatError(f"{trace.path}: no cpu ops, annotations, runtime calls or device "
                                "activities: nothing to analyse"
-                               + (f" (events left out: {why})" if why else ""))
+                               + (f" (events left out: {why})" if why else "")
+                               + _what_it_holds(trace.other_categories))
     start = min(e.ts for e in everything)
     end = max(e.end for e in everything)
     return [Event(WHOLE_TRACE, "", start, end - start, None, None, None, None, None)]
+
+
+# What the complete events of a trace that gives nothing to analyse are, by their category:
+# a trace from another profiler (JAX, TensorFlow and XLA write no `cat`) or one recorded with
+# only Python frames is told apart from an empty one.
+_FOREIGN = ("; written by another profiler than torch.profiler? (its traces give cpu ops a "
+            "`cpu_op` category; JAX, TensorFlow and XLA write none)")
+
+
+def _what_it_holds(categories: dict[str, int], shown: int = 5) -> str:
+    if not categories:
+        return ""
+    ranked = sorted(categories.items(), key=lambda item: -item[1])
+    held = ", ".join(f"{n} {repr(cat) if cat else 'without a category'}"
+                     for cat, n in ranked[:shown])
+    more = f" and {len(ranked) - shown} more categories" if len(ranked) > shown else ""
+    return (f"; its complete events: {held}{more}"
+            + (_FOREIGN if "" in categories else ""))
 
 
 def _outermost(ranges: list[Event]) -> list[Event]:

@@ -384,6 +384,19 @@ def _object_keys(reader: _Reader, path: Path, meta: dict | None, found: bool,
         raise TraceFormatError(f"{path}: no traceEvents array: not a Chrome trace")
 
 
+# A Perfetto protobuf trace (.pftrace), an Nsight Systems report or a pickle start with bytes
+# that are not text: said so, not "expected '{' at character 0, found '\x0a'".
+_BINARY_HINT = ("a Perfetto protobuf trace or a profiler's report file is not read here; "
+                "torch.profiler writes the JSON one with export_chrome_trace or "
+                "tensorboard_trace_handler")
+
+
+def _looks_binary(text: str) -> bool:
+    """Whether the text's start holds a byte no JSON text has (a control character or one that
+    is not UTF-8, read as U+FFFD)."""
+    return any(char == "\ufffd" or (char < " " and char not in _WS) for char in text)
+
+
 def raw_batches(path, meta: dict | None, decode_list: Callable[[str], list],
                 handoff: Handoff | None = None) -> Iterator[list]:
     """The trace's events in lists (runs of the traceEvents array), its other top-level keys into
@@ -397,6 +410,8 @@ def raw_batches(path, meta: dict | None, decode_list: Callable[[str], list],
         if first == "[":  # the bare-array form of the Chrome trace format
             yield from _array_batches(reader, handoff)
             return
+        if first != "{" and _looks_binary(reader.buf[reader.pos:reader.pos + 64]):
+            raise TraceFormatError(f"{path}: not JSON text but binary data: {_BINARY_HINT}")
         reader.expect("{")
         yield from _object_keys(reader, path, meta, False, handoff)
 
