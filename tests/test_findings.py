@@ -69,6 +69,34 @@ def test_a_sync_before_the_first_op_is_the_host_waiting_not_python(tmp_path):
             "(tokenize): the host waited for the device") in found.statement, found.statement
 
 
+def test_a_sync_while_the_device_runs_earlier_work_costs_the_step_little(tmp_path):
+    """The Qwen traces' first step opens with a 14 ms sync while the device runs 509 kernels
+    launched before the trace (their correlation ids precede every launch call's): the wait
+    overlaps device work (information, not a notice), and that work is kept out of the step's
+    own, though the verdict says the device was busy with it."""
+    events = [event("ProfilerStep#0", "user_annotation", 0, 1000),
+              event("cudaDeviceSynchronize", "cuda_runtime", 5, 700),
+              event("aten::mm", "cpu_op", 800, 50),
+              event("cudaLaunchKernel", "cuda_runtime", 801, 5, correlation=100),
+              event("k", "kernel", 810, 150, tid=7, correlation=100, stream=7),
+              event("previous", "kernel", 6, 690, tid=7, correlation=50, stream=7)]
+    prof = profile_of(events, tmp_path)
+    [step] = prof.steps
+    assert prof.analysis.pre_trace_device == 1 and prof.analysis.unattributed_device == 0
+    assert [k.name for k in step.kernels] == ["k"] and step.pre_trace_us == pytest.approx(690)
+    found = codes(prof)
+    late = found["late_first_op"]
+    assert late.severity == "info", late.statement
+    assert ("the device was busy 690 us of the gap, running work launched before the trace: the "
+            "wait overlapped device work and costs the step little") in late.statement
+    said = found["compute_bound"].statement
+    assert "690 us of it ran work launched before the trace" in said, said
+    # Without the earlier work, the same sync is a wait that keeps host and device apart.
+    alone = codes(profile_of(events[:-1], tmp_path, name="alone.json"))["late_first_op"]
+    assert alone.severity == "notice" and "keeps host and device from overlapping" in (
+        alone.statement)
+
+
 def test_dispatcher_fusion_and_kernel_count_against_the_baseline(tmp_path):
     base = profile_of(cpu_step(0, 0, [("aten::mm", 2, 50), ("aten::add", 60, 10)]), tmp_path, name="a.json")
     fused = profile_of(cpu_step(0, 0, [("aten::addmm", 2, 55)]), tmp_path, name="b.json")

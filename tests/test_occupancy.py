@@ -15,8 +15,8 @@ from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.call_profile import CallProfile
 from suites.traces.event_args import KernelLaunch
 from suites.traces.gpu_specs import device_spec, known_gpu
-from suites.traces.occupancy import (ATTENTION_NOTE, est_occupancy, kineto_estimate,
-                                     theoretical)
+from suites.traces.occupancy import (ATTENTION_NOTE, TENSOR_CORE_GEMM_NOTE, est_occupancy,
+                                     kineto_estimate, theoretical)
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 from trace_builders import event, write
@@ -195,15 +195,12 @@ def test_occupancy_finding_never_about_attention(tmp_path):
     assert "limited by registers (255 registers per thread" in found[0].statement
 
 
-def test_occupancy_advice_on_a_step_the_host_paces_says_it_would_not_shorten_it(tmp_path):
+def test_no_occupancy_advice_on_a_step_the_host_paces(tmp_path):
     """The device waits for the host between launches 2 ms each time: raising the kernel's
-    occupancy saves device time, not step time; said so, and only as information."""
+    occupancy would save device time, not step time: no advice that cannot shorten the step."""
     other = ("void my_reduction_kernel<float>(float*)", 90.0, 255, 49152, 128, 2.0)
     small = ("void at::native::vectorized_elementwise_kernel<4>(int)", 10.0, 20, 0, 128, 50.0)
-    found = _occupancy_findings(_trace(tmp_path, [other, small], "h.json", gap_us=2000.0))
-    assert [f.severity for f in found] == ["info"]
-    assert found[0].statement.endswith("would raise it; but the step is overhead-bound: a "
-                                       "faster kernel would not shorten it"), found[0].statement
+    assert _occupancy_findings(_trace(tmp_path, [other, small], "h.json", gap_us=2000.0)) == []
     paced = _occupancy_findings(_trace(tmp_path, [other, small], "d.json"))
     assert [f.severity for f in paced] == ["notice"] and "shorten" not in paced[0].statement
 
@@ -213,9 +210,12 @@ def test_real_traces_flag_no_attention_kernel(capsys):
         profile = CallProfile(analyze(read_trace(FIXTURES / "real_traces" / f"{name}.json.gz")))
         for f in _occupancy_findings(profile):
             assert not any(w in f.statement.lower() for w in ("flash", "fmha", "attn")), f.statement
-    found = _occupancy_findings(CallProfile(analyze(read_trace(H100_BERT))))
-    assert [f.severity for f in found] == ["info"]  # a CUTLASS GEMM: by design, said so
-    assert "judge it by its rate, 12.7 TFLOP/s" in found[0].statement
+    # Tensor-core GEMMs at low occupancy (CUTLASS's 31%, the sm90 xmma's 19% on the device-bound
+    # Qwen step): by design, said once under the kernel table, never a finding.
+    for trace in (H100_BERT, FIXTURES / "real_traces" / "h100_qwen1.5_0.5b.json.gz"):
+        assert _occupancy_findings(CallProfile(analyze(read_trace(trace)))) == []
+        assert main([str(trace)]) == 0
+        assert TENSOR_CORE_GEMM_NOTE in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("fixture", ["real_traces/h100_bert_small", "real_traces/mi300_bert_small",
@@ -227,5 +227,9 @@ def test_analyze_shows_the_new_columns(fixture, tmp_path, capsys):
     kernels = pd.read_csv(tmp_path / "kernels.csv")
     assert {"gemm_library", "gemm_tile", "theoretical_occupancy_pct", "block"} <= set(kernels)
     assert kernels["gemm_library"].notna().any() and kernels["block"].notna().any()
-    if "flash" in out or "attn" in out or "fmha" in out:
-        assert ATTENTION_NOTE.split(":")[0] in out
+    # The note only where the table shows an attention kernel's occupancy (AMD traces: none).
+    attention = kernels[kernels["kernel"].str.contains("flash|fmha|attn", case=False)]
+    shown = attention.head(0) if attention.empty else attention[
+        attention["theoretical_occupancy_pct"].notna()
+        & attention["kernel"].isin(kernels["kernel"].head(10))]
+    assert (ATTENTION_NOTE.split(":")[0] in out) == (not shown.empty), fixture

@@ -83,10 +83,16 @@ def test_a_slow_host_is_overhead_bound_and_the_queue_empty(tmp_path):
     assert Code.OVERHEAD_BOUND in found and Code.QUEUE_EMPTY in found
     assert found[Code.OVERHEAD_BOUND].evidence["host_wait_us"] == pytest.approx(92)
     assert_consistent(found)
-    # 4 kernels a step: no fusion or CUDA-graph advice, the host's own time is what to cut.
-    assert "with 4 kernel(s) a step there is little to fuse" in found[Code.QUEUE_EMPTY].statement
+    # The queue's finding is the verdict's evidence, not a second verdict: information.
+    assert found[Code.QUEUE_EMPTY].severity == "info"
+    assert "launch-bound" not in found[Code.QUEUE_EMPTY].statement
+    # The verdict says what would cut it. 4 kernels a step: no fusion or CUDA-graph advice, the
+    # host's own time is what to cut.
+    said = found[Code.OVERHEAD_BOUND].statement
+    assert "with 4 kernel(s) a step there is little to fuse or capture" in said, said
     many = findings(profile(gpu_trace(kernel_us=0.5, kernels=12), tmp_path, "many.json"))
-    assert "(fusion, CUDA graphs) would help" in many[Code.QUEUE_EMPTY].statement
+    said = many[Code.OVERHEAD_BOUND].statement
+    assert ("fewer kernels (fusion: torch.compile) or cheaper launches (CUDA graphs" in said), said
 
 
 def test_set_up_calls_far_beyond_their_steady_state_are_initialisation(tmp_path):

@@ -27,7 +27,8 @@ from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, device_name, on_gpu, unread_device_categories
-from suites.traces.occupancy import ATTENTION_NOTE, is_attention
+from suites.traces.occupancy import ATTENTION_NOTE, TENSOR_CORE_GEMM_NOTE, is_attention
+from suites.traces.short_names import short_names
 from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, stream_timelines,
                                        timeline)
 from suites.traces.steps import analyze
@@ -81,6 +82,24 @@ def timelines(trace, profile: CallProfile) -> list[dict]:
     return rows
 
 
+def unlinked_note(analysis) -> str:
+    """What became of the activities without a launch event in the trace, in one statement:
+    those launched before it began are kept out of the steps' own work, the others counted in
+    the step they ran in."""
+    n, early = analysis.unlinked_device, analysis.pre_trace_device
+    said = f"{n} device activities have no launch event in the trace"
+    before = ("launched before it began (they start before its first launch call, or their "
+              "correlation ids precede every launch call's: earlier work, still running when "
+              "the profiler started), kept out of the steps' own work, though the device was "
+              "busy with them")
+    counted = "counted in the step whose host span they started in"
+    if early == n:
+        return f"{said}: all {before}"
+    if early:
+        return f"{said}: {early} {before}; the other {n - early} {counted}"
+    return f"{said}: {counted}"
+
+
 def timeline_lines(rows: list[dict]) -> list[str]:
     """The GPU timeline per scope, in ms; empty for a trace with no device work."""
     if not rows:
@@ -95,9 +114,9 @@ def timeline_lines(rows: list[dict]) -> list[str]:
                  f"{whole['total_us'] / 1e3:.4g} ms):",
              text_table(in_ms, columns)]
     if whole["unlinked_activities"]:
-        lines.append(f"{whole['unlinked_activities']} device activities have no launch event in "
-                     "the trace (launched before the profiler started?): not in this timeline, "
-                     "as TraceLens counts; the steps below count them by the time they ran")
+        lines.append(f"{whole['unlinked_activities']} device activities without a launch event "
+                     "in the trace are not in this timeline, as TraceLens counts (see the note "
+                     "above)")
     return lines
 
 
@@ -125,13 +144,8 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
                      f"{', '.join(analysis.step_processes)}) are in this one file: their steps "
                      "overlap and each counts the others' work; analyse one trace per process "
                      "(a folder of them reads as the ranks of a job)")
-    if analysis.pre_trace_device:
-        lines.append(f"note: {analysis.pre_trace_device} device activities started before the "
-                     "trace's first launch call (launched before the profiler started): kept "
-                     "out of the steps' own work")
     if analysis.unlinked_device:
-        lines.append(f"note: {analysis.unlinked_device} device activities have no launch event "
-                     "in the trace: each is counted in the step whose host span it started in")
+        lines.append(f"note: {unlinked_note(analysis)}")
     if analysis.unattributed_device:
         lines.append(f"note: {analysis.unattributed_device} device activities were launched, or "
                      "ran, outside every step and are not in the per-step figures")
@@ -173,7 +187,8 @@ GEMM_COLUMNS = {"kernel": "GEMM kernel", "gemm_library": "library", "gemm_arch":
 
 
 def kernel_tables(rows: list[dict], top: int) -> list[str]:
-    kernels = [{**row, "kernel": str(row["kernel"])[:60]} for row in rows[:top]]
+    names = short_names([str(row["kernel"]) for row in rows[:top]])
+    kernels = [{**row, "kernel": name} for row, name in zip(rows, names)]
     if not kernels:
         return []
     lines = ["", f"top {len(kernels)} kernels (per step; est occ: the profiler's estimate, "
@@ -184,9 +199,17 @@ def kernel_tables(rows: list[dict], top: int) -> list[str]:
         lines += ["", "GEMM kernels among them (from their names; M x N x K from the op that "
                       "launched each, where the trace recorded shapes):",
                   text_table(gemms, GEMM_COLUMNS)]
-    if any(is_attention(row["kernel"]) for row in kernels):
+    # The notes only under a table that shows such a kernel's occupancy (AMD traces carry none).
+    shown = [row for row in rows[:top] if _known(row.get("theoretical_occupancy_pct"))]
+    if any(is_attention(str(row["kernel"])) for row in shown):
         lines.append(f"note: {ATTENTION_NOTE}")
+    if any(row.get("gemm_tensor_core") == "yes" for row in shown):
+        lines.append(f"note: {TENSOR_CORE_GEMM_NOTE}")
     return lines
+
+
+def _known(value) -> bool:
+    return value is not None and value == value  # NaN != NaN
 
 
 def _first_and_last(rows: list) -> list:

@@ -38,6 +38,12 @@ ATTENTION_NOTE = ("attention kernels (flash, fmha) run at low occupancy by desig
                   "never ranked or flagged")
 
 
+# Said under a kernel table that shows a tensor-core GEMM's low occupancy (the occupancy
+# finding leaves them out: it would have nothing to advise).
+TENSOR_CORE_GEMM_NOTE = ("tensor-core GEMMs run one or a few CTAs per SM by design (large "
+                         "tiles, deep pipelines): judge them by their TFLOP/s, not occupancy")
+
+
 def is_attention(name: str) -> bool:
     return bool(ATTENTION_KERNEL.search(name))
 

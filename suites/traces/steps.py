@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
+from suites.traces.gpu_timeline import Coverage, union
 from suites.traces.host_parts import HostClassifier, HostParts, names_by_time
 from suites.traces.host_wait import split_host_wait
 from suites.traces.nesting import by_thread
@@ -54,6 +55,10 @@ class StepMetrics:
     op_events: list[Event] = field(default_factory=list)  # cpu ops inside the call range
     runtime: list[Event] = field(default_factory=list)  # runtime/driver calls in the call range
     first_op_gap_us: float = float("nan")  # call range start -> its first op (split_first_op_gap)
+    first_op_gap_busy_us: float = 0.0  # GPU: the device's busy time in that gap
+    # GPU: the device's time in the step's window on work launched before the trace began
+    # (TraceAnalysis.pre_trace_device): busy, but not this step's own work
+    pre_trace_us: float = 0.0
     blocking_us: float = 0.0  # synchronize calls, and copy calls that waited for their copy
     blocking_calls: list[Event] = field(default_factory=list)  # those calls
     window: DeviceWindow | None = None  # GPU: what the device did in the step's window
@@ -283,11 +288,10 @@ def analyze(trace: Trace, label: str | None = None,
     trace_end = max((end for end in ends if end is not None), default=None)
     calls = [(step, _clipped(_call_range(trace, step, label), trace_end))
              for step in find_steps(trace, step_pattern)]
-    first_launch = min((c.ts for c in trace.runtime), default=float("inf"))
-    pre_trace = [a for a in unlinked if a.ts < first_launch] if trace.runtime else []
-    placed = [a for a in unlinked if a.ts >= first_launch] if pre_trace else unlinked
+    pre_trace, placed = _before_the_trace(unlinked, trace.runtime)
     by_time = _by_time(placed, [call for _, call in calls]) if gpu else {}
     coverage = DeviceCoverage(trace.device, launches) if gpu else None
+    earlier = Coverage(union([(a.ts, a.end) for a in pre_trace])) if pre_trace else None
     del launches  # 40 MB for a 1 GB trace, not needed by the steps below
     flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
     requests = buffer_requests(trace)
@@ -313,15 +317,42 @@ def analyze(trace: Trace, label: str | None = None,
                 metrics.host_code_names = classifier.code_names(lo, hi)
             metrics.buffer_gaps, metrics.buffer_idle_us = idle_overlap(
                 request_union, coverage.busy, lo, hi)
+            if metrics.first_op_gap_us > 0:
+                metrics.first_op_gap_busy_us = coverage.busy.within(
+                    call.ts, call.ts + metrics.first_op_gap_us)
+            if earlier is not None:
+                metrics.pre_trace_us = earlier.within(lo, hi)
             device_end = max([device_end] + [k.end for k in metrics.kernels])
         steps.append(metrics)
     attributed = sum(s.n_kernels for s in steps) if gpu else 0
     processes = tuple(sorted({str(step.pid) for step, _ in calls if step.pid is not None}))
     if not processes:  # no step ranges: the whole trace is one step, over every process
         processes = _working_processes(trace)
-    return TraceAnalysis(trace, mode, steps, max(0, len(trace.device) - attributed) if gpu else 0,
+    outside = len(trace.device) - attributed - len(pre_trace)  # pre_trace: said apart
+    return TraceAnalysis(trace, mode, steps, max(0, outside) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
                          len(pre_trace) if gpu else 0, processes, classifier)
+
+
+def _before_the_trace(unlinked: list[Event], runtime: list[Event]
+                      ) -> tuple[list[Event], list[Event]]:
+    """(the activities without a launch in the trace that were launched before it began, the
+    rest). Such an activity started before the trace's first launch call, or carries a
+    correlation id below every launch call's: the profiler and the runtime number launches in
+    order, so a smaller id was launched earlier (the previous step's work, still running when
+    the profiler started: on the Qwen traces, 509 kernels that run through the sync at the top
+    of the first recorded step)."""
+    if not runtime or not unlinked:
+        return [], unlinked
+    first_launch = min(c.ts for c in runtime)
+    ids = [c.corr for c in runtime if c.corr is not None and c.corr > 0]
+    first_id = min(ids) if ids else None
+    before, after = [], []
+    for a in unlinked:
+        early = a.ts < first_launch or (first_id is not None and a.corr is not None
+                                        and 0 < a.corr < first_id)
+        (before if early else after).append(a)
+    return before, after
 
 
 def split_first_op_gap(analysis: TraceAnalysis, step: StepMetrics) -> tuple[dict, dict]:

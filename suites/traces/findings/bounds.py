@@ -73,16 +73,17 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
                             f"({b.us:.1f} us of a {b.window_us:.1f} us window)")
         return b.code, (f"compute-bound: computation takes {b.share:.0%} of the {what} "
                         f"({duration(b.us)} of a {duration(b.window_us)} window; the device is "
-                        f"busy {busy / b.window_us:.0%})")
+                        f"busy {busy / b.window_us:.0%}){_earlier_work(step, b.window_us)}")
     if b.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
         return b.code, (f"overhead-bound: compute work (CPU ops that compute) is "
                         f"{p['CPU compute']:.1f} us of a {b.window_us:.1f} us {what} "
                         f"({p['CPU compute'] / b.window_us:.0%}); the rest is Python and dispatch")
     if b.code == Code.OVERHEAD_BOUND:
-        return b.code, (f"overhead-bound: the GPU waited for the host {p['host wait']:.1f} us of "
-                        f"the {what}'s {b.window_us:.1f} us ({p['host wait'] / b.window_us:.0%}; "
-                        f"busy {p['busy']:.1f} us); the host's time then is Python, dispatch "
-                        f"and launch calls ({b.share:.0%} of the {what})")
+        return b.code, (f"overhead-bound: the GPU waited for the host {duration(p['host wait'])} "
+                        f"of the {what}'s {duration(b.window_us)} "
+                        f"({p['host wait'] / b.window_us:.0%}; busy {duration(p['busy'])}); the "
+                        f"host's time then is Python, dispatch and launch calls ({b.share:.0%} "
+                        f"of the {what}): {overhead_remedy(step.n_kernels, ctx.row is not None)}")
     words = {
         Code.COMM_BOUND: "communication-bound: collectives take",
         Code.COPY_BOUND: "copy-bound: memory copies nothing overlaps take",
@@ -102,6 +103,19 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
     if b.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
         said += _longest(step, b.code)
     return b.code, said
+
+
+EARLIER_SHOWN = 0.05  # of the window: less of the device's time on earlier work goes unsaid
+
+
+def _earlier_work(step, window_us: float) -> str:
+    """Where the device spent part of the step's window on work launched before the trace (the
+    previous step's, still running when the profiler started): busy, but not this step's."""
+    earlier = getattr(step, "pre_trace_us", 0.0)
+    if window_us <= 0 or earlier < EARLIER_SHOWN * window_us:
+        return ""
+    return (f"; {duration(earlier)} of it ran work launched before the trace (earlier work "
+            "still running when the profiler started), the rest the step's own")
 
 
 def _runner_up(b: StepBound, what: str) -> str:
@@ -240,12 +254,25 @@ def _no_host_side(ctx: FindingContext):
 
 def host_paced(ctx: FindingContext) -> str | None:
     """Where the host sets the steps' time (the primary bound is a host cause), the clause that
-    advice about a kernel's speed must carry: a faster kernel only lengthens the device's wait.
-    None where the device sets it, or nothing was judged."""
+    a statement about a kernel's speed must carry: a faster kernel only lengthens the device's
+    wait. Advice to make a kernel faster is not given then at all (occupancy, GEMM rates): it
+    cannot shorten the step. None where the device sets it, or nothing was judged."""
     found = profile_bound(ctx)
     if found is None or found.bound.side == DEVICE:
         return None
     return f"but the step is {verdict_label(found.bound)}: a faster kernel would not shorten it"
+
+
+# A GPU step that waits for its host: what cuts the host's part, by how many kernels it has.
+ADVICE_MIN_KERNELS = 10  # fewer a step: little to fuse or to capture
+
+
+def overhead_remedy(kernels_per_step: float, a_call: bool = False) -> str:
+    if kernels_per_step >= ADVICE_MIN_KERNELS or a_call:
+        return ("fewer kernels (fusion: torch.compile) or cheaper launches (CUDA graphs: "
+                "torch.compile mode=\"reduce-overhead\") would cut it")
+    return (f"with {kernels_per_step:.3g} kernel(s) a step there is little to fuse or capture: "
+            "the host's own time (Python, dispatch) is what to cut")
 
 
 def dominant_kernel(ctx: FindingContext):

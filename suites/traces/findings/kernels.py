@@ -28,7 +28,8 @@ def metadata_ops(ctx: FindingContext):
                 "initialisation, are left out: that is not these ops' cost)" if setup > 0 else "")
     top = ", ".join(f"{name} x{n:g}" for name, n in sorted(meta.items(), key=lambda kv: -kv[1])[:4])
     yield Finding(Code.METADATA_OPS, Severity.INFO,
-                  f"{sum(meta.values()):g} metadata-only ops per call ({top}) cost "
+                  f"{sum(meta.values()):g} metadata-only ops per "
+                  f"{'call' if ctx.row is not None else 'step'} ({top}) cost "
                   f"{duration(host)} of host time{inside} and no device time: views, transposes "
                   f"and allocations{left_out}",
                   {"ops_per_call": sum(meta.values()), "host_us": host, "runtime_us": runtime,

@@ -1,10 +1,11 @@
 """A kernel that takes a large share of device time and whose registers or shared memory leave
 room for few warps per SM (theoretical occupancy, suites/traces/occupancy.py).
 
-Never about attention kernels: a flash kernel's low occupancy is its design (ATTENTION_NOTE),
-so they are left out before anything is compared. Kernels are picked by their share of device
-time, never ranked by occupancy. A tensor-core GEMM with large tiles also runs one or two CTAs
-per SM on purpose: said so, at info severity, with its achieved rate where known.
+Never about attention kernels or tensor-core GEMMs: a flash kernel's low occupancy is its
+design (ATTENTION_NOTE), and a tensor-core GEMM with large tiles runs one or two CTAs per SM on
+purpose (TENSOR_CORE_GEMM_NOTE, under the kernel table): they are left out before anything is
+compared. Kernels are picked by their share of device time, never ranked by occupancy. A GEMM
+on CUDA cores is said at info severity, with its achieved rate where known.
 """
 from __future__ import annotations
 
@@ -36,17 +37,16 @@ def occupancy_limited(ctx: FindingContext):
     # A collective's resources are its library's choice, and its time is the network's:
     # occupancy advice cannot act on it.
     held = [r for r in rows if r["kind"] == "kernel" and not is_attention(r["kernel"])
-            and not COMM.search(r["kernel"])
+            and not COMM.search(r["kernel"]) and r.get("gemm_tensor_core") != "yes"
             and r["total_us_per_call"] >= SHARE * total and _limited_by(r)
             and r.get("theoretical_occupancy_pct", math.nan) < LOW_PCT]
-    host = host_paced(ctx)
+    if host_paced(ctx):  # the host sets the step's time: a faster kernel would not shorten it
+        return
     for row in held[:SHOWN]:  # kernel_rows: largest time first
-        yield _finding(row, total, host)
+        yield _finding(row, total)
 
 
-def _finding(row: dict, total: float, host: str | None) -> Finding:
-    """`host`: host_paced's clause, where the host sets the step's time (then raising the
-    occupancy would not shorten the step: said, and not a notice)."""
+def _finding(row: dict, total: float) -> Finding:
     share = row["total_us_per_call"] / total
     limits = _limited_by(row)
     details = []
@@ -67,10 +67,8 @@ def _finding(row: dict, total: float, host: str | None) -> Finding:
         advice = ("fewer resident warps hide less memory latency: fewer registers per thread "
                   "(launch bounds, smaller tiles) or less shared memory (fewer stages) would "
                   "raise it")
-    if host:
-        advice += f"; {host}"
     return Finding(
-        Code.OCCUPANCY_LIMITED, Severity.INFO if gemm or host else Severity.NOTICE,
+        Code.OCCUPANCY_LIMITED, Severity.INFO if gemm else Severity.NOTICE,
         f"{row['kernel'][:70]} takes {share:.0%} of the device time and its theoretical "
         f"occupancy is {row['theoretical_occupancy_pct']:.3g}%, limited by "
         f"{' and '.join(limits)} ({', '.join(details)}, {row['block']} threads per block): "
