@@ -50,8 +50,13 @@ def test_real_traces_verdicts(capsys):
         exit_code, out, _ = run(capsys, path)
         first = out.split("findings:\n", 1)[1].splitlines()[0]
         assert exit_code == 0 and f"] {code}: " in first, (name, first)
-        if name == "vllm_decode_cuda_graphs":  # device-bound, yet idle at the window's start
-            assert "idle_gaps: the device idles 44%" in out and "0 us into the window" in out
+        if name == "vllm_decode_cuda_graphs":
+            # Its first 7.8 ms the device ran nothing the trace holds, with work queued (work
+            # launched before the profiler started, or a wait): judged without that stretch,
+            # not called idle; busy 95% of the rest.
+            assert "computation takes 95% of the step" in first, first
+            assert "judged in the window after its first 7.83 ms" in first, first
+            assert "idle_gaps" not in out
 
 
 def test_alexnet_without_profiler_steps_and_with_user_steps(capsys, tmp_path):

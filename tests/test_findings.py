@@ -97,6 +97,29 @@ def test_a_sync_while_the_device_runs_earlier_work_costs_the_step_little(tmp_pat
         alone.statement)
 
 
+def test_queued_work_before_the_first_recorded_activity_is_not_called_waiting(tmp_path):
+    """vLLM's decode trace: copies and a graph launched in the first 2 ms start only at 8.3 ms,
+    the trace's first device activity; then the device is busy throughout. What ran before
+    (work launched before the profiler started) cannot be seen: that stretch is left out of
+    the contest and said, not read as "waiting" or as idle."""
+    events = [event("aten::copy_", "cpu_op", 0, 900)]
+    for i in range(4):
+        events += [event("cudaLaunchKernel", "cuda_runtime", 10 + 200 * i, 5, correlation=i + 1),
+                   event(f"k{i}", "kernel", 5000 + 1000 * i, 1000, tid=7, correlation=i + 1,
+                         stream=7)]
+    prof = profile_of(events, tmp_path)
+    [step] = prof.steps
+    assert step.unrecorded_us == pytest.approx(5000 - 15)
+    found = codes(prof)
+    said = found["compute_bound"].statement
+    # The window runs from the op's start (0) to the last kernel's end (9000 us); 15 us of
+    # host wait before the first launch returned; the 4.99 ms after it are left out.
+    assert said.startswith("compute-bound: computation takes 100% of the step (4 ms of a 4.01 "
+                           "ms window"), said
+    assert "judged in the window after its first 4.99 ms, in which work was queued" in said
+    assert not {"idle_gaps", "device_wait"} & set(found)
+
+
 def test_dispatcher_fusion_and_kernel_count_against_the_baseline(tmp_path):
     base = profile_of(cpu_step(0, 0, [("aten::mm", 2, 50), ("aten::add", 60, 10)]), tmp_path, name="a.json")
     fused = profile_of(cpu_step(0, 0, [("aten::addmm", 2, 55)]), tmp_path, name="b.json")

@@ -118,6 +118,17 @@ def _earlier_work(step, window_us: float) -> str:
             "still running when the profiler started), the rest the step's own")
 
 
+def _unrecorded(step, window_us: float) -> str:
+    """The window's time before the trace's first recorded device activity, with work queued:
+    left out of every part (StepMetrics.unrecorded_us), and said where it is worth a word."""
+    unrecorded = getattr(step, "unrecorded_us", 0.0)
+    if window_us <= 0 or unrecorded < EARLIER_SHOWN * window_us:
+        return ""
+    return (f"; judged in the window after its first {duration(unrecorded)}, in which work "
+            "was queued but the trace records no device activity: the device ran work the trace "
+            "does not hold (launched before the profiler started) or waited")
+
+
 def _runner_up(b: StepBound, what: str) -> str:
     """The next part, always said; a close call said as one."""
     if not b.runner_up or b.runner_up_us < 0.01 * b.window_us:  # nothing else took time
@@ -185,6 +196,7 @@ def bound(ctx: FindingContext):
         return
     code, statement = _statement(found.bound, found.step, ctx)
     statement += _runner_up(found.bound, "call" if ctx.row is not None else "step")
+    statement += _unrecorded(found.step, found.bound.window_us)
     thin = thin_evidence(ctx)
     if thin:
         statement += f" [low confidence: {thin}]"
@@ -321,7 +333,10 @@ def idle_gaps(ctx: FindingContext):
     w = found.step.window
     # Idle during the profiler's buffer requests is the profiler's (profiler_buffer_gaps).
     profiler = found.step.buffer_idle_us
-    idle = w.host_wait_us + w.queued_idle_us - profiler
+    # Before the trace's first recorded activity the device may not have idled (the verdict
+    # says so): not an idle gap.
+    unrecorded = min(found.step.unrecorded_us, w.queued_idle_us)
+    idle = w.host_wait_us + w.queued_idle_us - profiler - unrecorded
     if idle < IDLE_SHARE * w.window_us:
         return
     requests = [(r.ts, r.end) for r in ctx.profile.analysis.buffer_requests]
@@ -337,7 +352,8 @@ def idle_gaps(ctx: FindingContext):
     yield Finding(Code.IDLE_GAPS, Severity.NOTICE,
                   f"the device idles {idle / w.window_us:.0%} of {found.step.name}'s window "
                   f"({duration(w.host_wait_us)} waiting for the host, "
-                  f"{duration(w.queued_idle_us)} with work queued{left_out}){where}", evidence)
+                  f"{duration(w.queued_idle_us - unrecorded)} with work queued{left_out}){where}",
+                  evidence)
 
 
 def _longest_gap(activities, start: float, end: float, skip=()) -> tuple[float, float]:

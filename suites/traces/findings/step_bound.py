@@ -120,11 +120,18 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
         parts.pop("profiler flush", None)  # a device sync: never in a CPU trace's steps
         return _bound(HOST, parts, span, tuple(parts))
     w = step.window
+    # Queued idle before the trace's first recorded activity is not known to be waiting (the
+    # device may have run work the trace does not hold): said, and the step judged in the rest
+    # of its window.
+    unrecorded = min(step.unrecorded_us, w.queued_idle_us) if w is not None else 0.0
+    span -= unrecorded
     if w is None or span <= 0:
         return None
     device = {"computation": w.computation_us, "communication": w.exposed_comm_us,
-              "memory copies": w.exposed_memcpy_us, "waiting": w.queued_idle_us}
+              "memory copies": w.exposed_memcpy_us, "waiting": w.queued_idle_us - unrecorded}
     timing = {"busy": w.busy_us, "host wait": w.host_wait_us, "queued idle": w.queued_idle_us}
+    if unrecorded > 0:
+        timing["unrecorded"] = unrecorded
     causes = {k: step.host_wait_parts.get(k, 0.0) for k in HOST_CAUSES}
     if not step.host_wait_parts:
         causes["launch"] = w.host_wait_us
