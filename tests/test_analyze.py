@@ -59,6 +59,18 @@ def test_real_traces_verdicts(capsys):
             assert "idle_gaps" not in out
 
 
+def test_the_mode_line_names_an_unnamed_device_and_the_job(capsys):
+    """vLLM's ROCm trace lists its devices with empty names; B200's is rank 0 of 8 (NCCL)."""
+    real = Path(__file__).parent / "fixtures" / "real_traces"
+    _, out, _ = run(capsys, real / "vllm_decode_cuda_graphs.json.gz")
+    assert "on an AMD GPU of compute version 9.4, 304 CUs (MI300X?); 1 step(s)\n" in out
+    _, out, _ = run(capsys, real / "b200_eager.json.gz")
+    assert ("on NVIDIA B200; 1 step(s); rank 0 of 8 (nccl): one rank's trace (a folder of every "
+            "rank's compares them)") in out
+    _, out, _ = run(capsys, real / "h100_bert_small.json.gz")
+    assert "on NVIDIA H100 80GB HBM3; 1 step(s)\n" in out  # no distributedInfo: no job
+
+
 def test_alexnet_without_profiler_steps_and_with_user_steps(capsys, tmp_path):
     code, out, _ = run(capsys, ALEXNET_TRACE, "--csv", tmp_path)
     assert code == 0 and "whole trace" in out

@@ -14,6 +14,7 @@ from suites.traces import command
 from suites.traces import ranks as across
 from suites.traces.call_profile import CallProfile
 from suites.traces.events import read_trace
+from suites.traces.findings.step_bound import step_bound
 from suites.traces.steps import analyze
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multirank"
@@ -71,6 +72,11 @@ def test_the_findings_name_the_skew_and_the_verdicts_that_differ(skewed):
                for line in lines)
     differ = next(line for line in lines if line.startswith("verdicts differ"))
     assert "rank 2 compute-bound (CPU compute)" in differ, differ
+    # What the slowest rank does that the others do not is named, from its own ranges.
+    mostly = next(line for line in lines if line.startswith("the time in collectives"))
+    extra = _extra_work_per_step(ranks[2])
+    assert extra > 30_000 and (f"rank 2 spends {extra / 1e3:.3g} ms a step in extra_work, the "
+                               "other ranks none: that is what they wait for") in mostly, mostly
     # Each waiting rank's own verdict is told what its time in collectives was.
     for r in ranks[:2]:
         assert "is waiting for rank 2: skew, not communication]" in across.waiting_note(r, steps)
@@ -91,6 +97,9 @@ def test_a_rank_that_mostly_waits_for_the_slowest_is_judged_waiting_not_communic
         assert r.skew.runner_up_share == pytest.approx(pure, abs=0.02)
         assert across.skew_statement(r).startswith(
             f"waiting for rank 2 (skew): {r.share:.0%} of its step")
+        # its own trace's statement is one step's: named
+        assert across.skew_statement(r).endswith(
+            f"Its own trace says, of {r.bound.step.name}: ")
     slow = ranks[2]
     assert slow.skew is None and slow.verdict == slow.own_verdict == "compute-bound (CPU compute)"
     assert across.skew_statement(slow) == ""
@@ -101,8 +110,22 @@ def test_a_rank_that_mostly_waits_for_the_slowest_is_judged_waiting_not_communic
 
 
 def test_balanced_ranks_keep_their_own_verdicts():
-    ranks, _ = load("balanced")
+    ranks, steps = load("balanced")
     assert all(r.skew is None and r.verdict == r.own_verdict for r in ranks)
+    # The table's figures are over the steps alike: the share is the verdict's part's mean
+    # against the mean step, as collectives_ms and step_ms are means (it was one step's 75%
+    # beside a median step and mean collectives).
+    rows = across.rank_rows(ranks, steps)
+    for r, row in zip(ranks, rows):
+        assert r.own_verdict == "communication-bound (CPU collectives)"
+        bounds = [step_bound(s, r.profile.analysis.mode) for s in r.profile.steps]
+        part = sum(b.parts["CPU collectives"] for b in bounds)
+        assert row["share"] == pytest.approx(part / sum(b.window_us for b in bounds))
+        assert row["step_ms"] == pytest.approx(
+            statistics.fmean(s.window_us[r.rank] for s in steps) / 1e3)
+        # The verdict counts the host's collective calls (c10d's too), the columns the backend's
+        # own ranges the ranks are matched by: close, not equal.
+        assert row["share"] == pytest.approx(row["collectives_ms"] / row["step_ms"], rel=0.2)
 
 
 def test_ranks_come_from_the_traces_not_the_file_order(skewed):

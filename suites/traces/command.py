@@ -26,7 +26,8 @@ from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile
-from suites.traces.device_time import GPU, device_name, on_gpu, unread_device_categories
+from suites.traces.device_time import (GPU, device_name, job_line, on_gpu,
+                                       unread_device_categories)
 from suites.traces.occupancy import ATTENTION_NOTE, TENSOR_CORE_GEMM_NOTE, is_attention
 from suites.traces.short_names import short_names
 from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, stream_timelines,
@@ -129,9 +130,12 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
     mode = {GPU: "gpu (CUDA, ROCm or MTIA activities)",
             "cpu": "cpu (no device in the trace)"}.get(
         analysis.mode, "host only (a device whose activities the trace lacks)")
+    job = job_line(trace.meta)
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds[0]:.1f} s, analysed in "
              f"{seconds[1]:.1f} s)",
-             f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"]
+             f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"
+             + (f"; {job}: one rank's trace (a folder of every rank's compares them)"
+                if job else "")]
     for why, count in trace.skipped.items():
         device = trace.skipped_device.get(why)
         lines.append(f"note: {count} events skipped: {why}" + (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from suites.traces.events import Event, Trace
+from suites.traces.gpu_specs import unnamed_device
 
 GPU = "cuda"
 # A trace from a machine with a device whose activities this tool does not read (a CUPTI
@@ -69,12 +70,29 @@ def unread_device_categories(trace: Trace) -> dict[str, int]:
 
 
 def device_name(meta: dict) -> str:
-    """The trace's (first) device's name from its deviceProperties, "" where none is given."""
+    """The trace's (first) device's name from its deviceProperties, "" where none is given; a
+    device listed without a name is said by its version and size (gpu_specs.unnamed_device)."""
     props = meta.get("deviceProperties")
     if isinstance(props, dict):  # some writers give one object, not a list
         props = [props]
     first = props[0] if isinstance(props, list) and props else None
-    return str(first.get("name", "")) if isinstance(first, dict) else ""
+    if not isinstance(first, dict):
+        return ""
+    name = str(first.get("name") or "").strip()
+    return name or unnamed_device(first)
+
+
+def job_line(meta: dict) -> str:
+    """The process's place in a distributed job, from the trace's distributedInfo: "rank 0 of 8
+    (nccl)"; "" for a job of one process, or where the trace does not say."""
+    info = meta.get("distributedInfo")
+    if not isinstance(info, dict):
+        return ""
+    rank, size = info.get("rank"), info.get("world_size")
+    if type(rank) is not int or type(size) is not int or size < 2:
+        return ""
+    backend = str(info.get("backend") or "").strip()
+    return f"rank {rank} of {size}" + (f" ({backend})" if backend else "")
 
 
 def _device_properties(meta: dict) -> bool:

@@ -84,6 +84,24 @@ def known_gpu(name: str) -> DeviceSpec | None:
     return None
 
 
+def unnamed_device(props: dict) -> str:
+    """A device whose properties carry no name (ROCm traces of some versions write ""), said by
+    its version and size, with the known GPU those match: "an AMD GPU of compute version 9.4,
+    304 CUs (MI300X?)"."""
+    major, minor = _int(props.get("computeMajor")), _int(props.get("computeMinor"))
+    units = _int(props.get("numSms"))
+    if major is None or minor is None:
+        return ""
+    amd = _int(props.get("warpSize")) == 64
+    arch = (f"an AMD GPU of compute version {major}.{minor}" if amd else
+            f"an NVIDIA GPU of compute capability {major}.{minor}")
+    size = f", {units} {'CUs' if amd else 'SMs'}" if units else ""
+    match = next((spec.name for spec in KNOWN_GPUS
+                  if spec.vendor == ("amd" if amd else "nvidia")
+                  and spec.compute == (major, minor) and spec.sms == units), "")
+    return f"{arch}{size}" + (f" ({match}?)" if match else "")
+
+
 def _properties(meta: dict, device: int | None) -> dict | None:
     props = meta.get("deviceProperties")
     if isinstance(props, dict):

@@ -1,7 +1,7 @@
 """Several ranks of one job, side by side and across: `python -m suites.analyze FOLDER` (or several
 trace files), each file one rank's trace.
 
-Per rank: its verdict (step_bound.py's primary bound, with its share), its median step, and its
+Per rank: its verdict (step_bound.py's primary bound, with its share), its mean step, and its
 time in collectives per step. Across ranks, step by step (steps matched by name: ProfilerStep#N
 is the same iteration on every rank):
 
@@ -32,9 +32,10 @@ from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import GPU, HOST_ONLY, device_name, on_gpu
 from suites.traces.findings import FindingContext
 from suites.traces.findings.bounds import profile_bound, verdict_label
-from suites.traces.findings.step_bound import PrimaryBound, duration
+from suites.traces.findings.step_bound import PrimaryBound, duration, step_bound
 from suites.traces.gpu_timeline import Intervals, kind, trace_timeline, union
 from suites.traces.op_kinds import is_cpu_collective
+from suites.traces.slow_rank import slowest_extra
 
 
 BACKEND_RANGES = ("gloo:", "mpi:", "ucc:")
@@ -62,9 +63,22 @@ class Rank:
 
     @property
     def share(self) -> float:
+        """Its verdict's share of its step, as the table's other figures are: over its steps,
+        the part's mean against the mean step (the per-rank line quotes one step, and says
+        which)."""
         if self.skew:
             return self.skew.share
-        return self.bound.bound.share if self.bound else float("nan")
+        if not self.bound:
+            return float("nan")
+        kind, mode = self.bound.bound.kind, self.profile.analysis.mode
+        part = window = 0.0
+        for step in self.profile.steps:
+            b = step_bound(step, mode)
+            if b is not None:
+                # A host cause is a part of its own only in the steps it bounds.
+                part += b.parts.get(kind, b.parts.get(f"host wait: {kind}", 0.0))
+                window += b.window_us
+        return part / window if window > 0 else float("nan")
 
     @property
     def runner_up(self) -> str:
@@ -243,7 +257,7 @@ def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
         rows.append({
             "rank": r.rank, "trace": r.path.name, "verdict": r.verdict,
             "share": r.share, "runner_up": r.runner_up, "own_verdict": r.own_verdict,
-            "step_ms": statistics.median(s.window_us[r.rank] for s in steps) / 1e3
+            "step_ms": statistics.fmean(s.window_us[r.rank] for s in steps) / 1e3
             if steps else float("nan"),
             "collectives_ms": statistics.fmean(s.collective_us[r.rank] for s in mine) / 1e3
             if mine else 0.0,
@@ -273,8 +287,9 @@ def skew_statement(rank: Rank) -> str:
     if skew is None:
         return ""
     after = f"; next: {skew.runner_up} {skew.runner_up_share:.0%}" if skew.runner_up else ""
+    shown = f", of {rank.bound.step.name}" if rank.bound else ""
     return (f"waiting for rank {skew.slowest} (skew): {skew.share:.0%} of its step is waiting in "
-            f"collectives for that rank{after}. Its own trace says: ")
+            f"collectives for that rank{after}. Its own trace says{shown}: ")
 
 
 def waiting_note(rank: Rank, steps: list[StepAcross]) -> str:
@@ -317,8 +332,8 @@ def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
                      f"{duration(pure)} a step")
         if wait > pure:
             lines.append(f"the time in collectives is mostly waiting for rank {top}, not "
-                         "communication: balance the ranks' work (or find what slows that "
-                         "rank) before tuning the collectives")
+                         "communication: balance the ranks' work before tuning the "
+                         f"collectives; {_what_slows(ranks, top, wait)}")
     for s in steps:
         if s.note:
             lines.append(f"{s.name}: {s.note}")
@@ -342,6 +357,25 @@ def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
             why = ""
         lines.append(f"verdicts differ: {said}{why}")
     return lines
+
+
+# The slowest rank's extra time on one name, against the others' wait for it: this much of the
+# wait, and the name is said as what slows it.
+EXPLAINS = 0.5
+
+
+def _what_slows(ranks: list[Rank], top: int, wait_us: float) -> str:
+    slowest = next((r for r in ranks if r.rank == top), None)
+    if slowest is None:
+        return "what slows that rank is not in the traces"
+    name, mine, theirs = slowest_extra(slowest.profile,
+                                       [r.profile for r in ranks if r.rank != top])
+    if not name or mine - theirs < EXPLAINS * wait_us:
+        return ("no range or op of its own explains it (the traces do not show what slows that "
+                "rank: another process on its cores, its data?)")
+    others = (f"the other ranks at most {duration(theirs)}" if theirs > 0 else
+              "the other ranks none")
+    return f"rank {top} spends {duration(mine)} a step in {name}, {others}: that is what they wait for"
 
 
 def _ranks(ranks: list[Rank]) -> str:

@@ -70,13 +70,13 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
                 "under the machine's ridge point")
         if not ctx.on_gpu:
             return b.code, (f"compute-bound: {work} takes {b.share:.0%} of the {what} "
-                            f"({b.us:.1f} us of a {b.window_us:.1f} us window)")
+                            f"({duration(b.us)} of a {duration(b.window_us)} window)")
         return b.code, (f"compute-bound: computation takes {b.share:.0%} of the {what} "
                         f"({duration(b.us)} of a {duration(b.window_us)} window; the device is "
                         f"busy {busy / b.window_us:.0%}){_earlier_work(step, b.window_us)}")
     if b.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
         return b.code, (f"overhead-bound: compute work (CPU ops that compute) is "
-                        f"{p['CPU compute']:.1f} us of a {b.window_us:.1f} us {what} "
+                        f"{duration(p['CPU compute'])} of a {duration(b.window_us)} {what} "
                         f"({p['CPU compute'] / b.window_us:.0%}); the rest is Python and dispatch")
     if b.code == Code.OVERHEAD_BOUND:
         return b.code, (f"overhead-bound: the GPU waited for the host {duration(p['host wait'])} "

@@ -23,7 +23,7 @@ W it is a close call, and the verdict says so rather than flip on a hair.
 
 A CPU step (the device is the CPU: compute ops are its kernels) is judged in its span: the
 largest of the compute ops' self time (CPU compute), host collectives, data loading, set-up
-calls and the rest (overhead: Python and dispatch), with its runner-up the same way. A host-only
+calls and the rest (Python and dispatch: overhead), with its runner-up the same way. A host-only
 trace (a device whose activities the trace lacks) gets no bound, nor a GPU step mostly idle whose
 host side the trace lacks (no runtime calls, no launches linked): why the device waited cannot
 be told. Every step with a bound gets exactly one code of BOUND_CODES.
@@ -45,6 +45,9 @@ HOST, DEVICE = "host", "device"
 MARGIN = 0.05
 HOST_CAUSES = ("initialisation", "sync", "CPU collectives", "data loading", "host code",
                "launch")
+# A CPU step's time outside its compute ops and named host ranges: what an overhead-bound CPU
+# step is bound on, and said by that name wherever it is the runner-up.
+CPU_REST = "Python and dispatch"
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ _KIND_CODES = {
     "computation": Code.COMPUTE_BOUND, "CPU compute": Code.COMPUTE_BOUND,
     "communication": Code.COMM_BOUND, "CPU collectives": Code.COMM_BOUND,
     "memory copies": Code.COPY_BOUND, "waiting": Code.DEVICE_WAIT,
-    "launch": Code.OVERHEAD_BOUND, "overhead": Code.OVERHEAD_BOUND, "sync": Code.SYNC_BOUND,
+    "launch": Code.OVERHEAD_BOUND, CPU_REST: Code.OVERHEAD_BOUND, "sync": Code.SYNC_BOUND,
     "data loading": Code.DATA_BOUND, "initialisation": Code.INIT_BOUND,
     "host code": Code.HOST_CODE_BOUND,
 }
@@ -115,7 +118,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
         if span <= 0:
             return None
         parts, rest = _host_parts(step, span - step.device_us)
-        parts = {"CPU compute": step.device_us, **parts, "overhead": rest}
+        parts = {"CPU compute": step.device_us, **parts, CPU_REST: rest}
         parts.pop("sync")
         parts.pop("profiler flush", None)  # a device sync: never in a CPU trace's steps
         return _bound(HOST, parts, span, tuple(parts))
