@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from suites.traces.command import main
-from suites.traces.gpu_timeline import (Coverage, device_unions, subtract, timeline,
-                                       trace_timeline, union)
+from suites.traces.gpu_timeline import (Coverage, device_unions, named_collective, subtract,
+                                       timeline, trace_timeline, union)
 from suites.traces.events import Event, read_trace
 from trace_builders import event, write
 
@@ -53,6 +53,28 @@ def test_the_kinds_and_what_is_exposed():
     assert t.busy_us == 18 + 2 + 4 and t.total_us == 44 and t.idle_us == 44 - 24
     assert t.computation_us + t.exposed_comm_us + t.exposed_memcpy_us + t.idle_us == t.total_us
     assert (t.total_comm_us, t.total_memcpy_us) == (10, 10)
+
+
+def test_collectives_by_name_stay_computation_in_the_timeline_and_are_said(tmp_path, capsys):
+    """TraceLens counts NCCL/RCCL kernels as communication; a symmetric-memory or vLLM custom
+    all-reduce is computation by its rule: the timeline keeps its numbers, and says so."""
+    named = [_activity("kernel", "void multimem_all_reduce_kernel<c10::BFloat16, 16>()", 0, 10),
+             _activity("kernel", "void vllm::cross_device_reduce_1stage<float, 8>()", 20, 10)]
+    plain = [_activity("kernel", "void at::native::reduce_kernel<512, 1>()", 40, 10),
+             _activity("kernel", "ncclDevKernel_AllReduce_Sum", 60, 10)]
+    assert [named_collective(a) for a in named + plain] == [True, True, False, False]
+    assert timeline(named + plain).exposed_comm_us == 10  # the NCCL kernel's only
+    events = [event("ProfilerStep#0", "user_annotation", 0, 100)]
+    for corr, name in enumerate(["multimem_all_reduce_kernel", "gemm"], start=1):
+        events += [event("cudaLaunchKernel", "cuda_runtime", 2 + corr, 1, correlation=corr),
+                   event(name, "kernel", 10 * corr, 8, tid=7, correlation=corr, stream=7)]
+    assert main([str(write({"traceEvents": events}, tmp_path / "m.json"))]) == 0
+    out = capsys.readouterr().out
+    assert ("1 kernels are collectives by their name (multimem_all_reduce_kernel): TraceLens's "
+            "definitions, which name NCCL and RCCL kernels only, count their 0.008 ms as "
+            "computation above") in out
+    assert "comm_share: communication kernels run 8 us against 16 us" in out
+    assert "(8 us of it in kernels that are collectives by their name" in out
 
 
 def test_union_and_subtract():

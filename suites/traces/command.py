@@ -16,6 +16,7 @@ import gc
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from kernels.names import DTYPE_NAMES
@@ -30,8 +31,8 @@ from suites.traces.device_time import (GPU, device_name, job_line, on_gpu,
                                        unread_device_categories)
 from suites.traces.occupancy import ATTENTION_NOTE, TENSOR_CORE_GEMM_NOTE, is_attention
 from suites.traces.short_names import short_names
-from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, stream_timelines,
-                                       timeline)
+from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, named_collective,
+                                        stream_timelines, timeline)
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 
@@ -101,6 +102,19 @@ def unlinked_note(analysis) -> str:
     return f"{said}: {counted}"
 
 
+def named_collectives_line(trace) -> list[str]:
+    """Kernels that are collectives by their name but computation by TraceLens's rule: said
+    under the timeline that counts them so (b200_eager's symmetric-memory all-reduce)."""
+    named = [k for k in trace.device if named_collective(k)]
+    if not named:
+        return []
+    names = Counter(k.name for k in named).most_common(3)
+    listed = ", ".join(short_names([n for n, _ in names], 50))
+    return [f"{len(named)} kernels are collectives by their name ({listed}): TraceLens's "
+            f"definitions, which name NCCL and RCCL kernels only, count their "
+            f"{sum(k.dur for k in named) / 1e3:.4g} ms as computation above"]
+
+
 def timeline_lines(rows: list[dict]) -> list[str]:
     """The GPU timeline per scope, in ms; empty for a trace with no device work."""
     if not rows:
@@ -154,6 +168,8 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
         lines.append(f"note: {analysis.unattributed_device} device activities were launched, or "
                      "ran, outside every step and are not in the per-step figures")
     lines += timeline_lines(timeline_rows or [])
+    if timeline_rows:
+        lines += named_collectives_line(trace)
     if on_gpu(analysis.mode) and not timeline_rows:
         lines += ["", f"GPU timeline: none: not one of the {len(trace.device)} device activities "
                       "has a launch event in the trace, and TraceLens's definitions count only "

@@ -34,6 +34,24 @@ from operator import itemgetter, sub
 from suites.traces.events import Event, Trace
 
 COMM = re.compile(r"nccl|rccl", re.IGNORECASE)
+# Collectives by name that TraceLens's rule (NCCL or RCCL in the name) counts as computation:
+# symmetric-memory all-reduce (multimem_all_reduce_kernel), vLLM's custom and quick all-reduce,
+# TensorRT-LLM's all-reduce, all-gather, reduce-scatter and all-to-all kernels. Not in the
+# timeline (it keeps TraceLens's numbers); said beside it, and counted in the share of work in
+# collectives.
+NAMED_COLLECTIVE = re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|multimem|"
+                              r"cross_device_reduce|quick_?reduce", re.IGNORECASE)
+
+
+def collective_name(name: str) -> bool:
+    """A collective's kernel by its name, TraceLens's rule or NAMED_COLLECTIVE."""
+    return bool(COMM.search(name) or NAMED_COLLECTIVE.search(name))
+
+
+def named_collective(event: Event) -> bool:
+    """A kernel that is a collective by its name, which TraceLens's rule does not count so."""
+    return (event.cat in COMM_CATS and not COMM.search(event.name)
+            and bool(NAMED_COLLECTIVE.search(event.name)))
 ROCM_COPY = re.compile(r"^(MEMORY_COPY|__amd_rocclr_copyBuffer)")
 # MTIA's device activities: its copies are its DMA transfers (named dma..., as HTA groups them).
 MTIA = "mtia_ccp_events"

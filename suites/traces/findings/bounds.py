@@ -12,7 +12,7 @@ from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, Ste
                                                 duration, host_side, primary_bound)
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
                                        unread_device_categories)
-from suites.traces.gpu_timeline import COMM, kind
+from suites.traces.gpu_timeline import collective_name, kind, named_collective
 from suites.traces.op_kinds import is_copy_api, is_sync_api
 
 DOMINANT_SHARE = 0.5  # one kernel's share of the device time
@@ -297,7 +297,7 @@ def dominant_kernel(ctx: FindingContext):
     if len(rows) > 1 and total > 0 and kernels and (
             kernels[0]["total_us_per_call"] > DOMINANT_SHARE * total):
         top = kernels[0]
-        if COMM.search(top["kernel"]):  # a collective's time is the transfer and the wait
+        if collective_name(top["kernel"]):  # a collective's time is the transfer and the wait
             advice = ("a collective: its time is the communication and any wait for the other "
                       "ranks, not a kernel to tune")
         else:
@@ -313,16 +313,20 @@ def comm_share(ctx: FindingContext):
     found = profile_bound(ctx)
     if found is None or not ctx.on_gpu or found.bound.code == Code.COMM_BOUND:
         return
-    comm = busy = 0.0
+    comm = busy = named = 0.0
     for step in ctx.profile.steps:
         if step.window is not None:
             busy += step.window.busy_us
             comm += sum(kernel_us(k, True) for k in step.kernels if kind(k) == "communication")
-    if busy > 0 and comm > COMM_SHARE * busy:
+            named += sum(kernel_us(k, True) for k in step.kernels if named_collective(k))
+    if busy > 0 and comm + named > COMM_SHARE * busy:
+        by_name = (f" ({duration(named)} of it in kernels that are collectives by their name, "
+                   "which the GPU timeline counts as computation)" if named > 0 else "")
         yield Finding(Code.COMM_SHARE, Severity.NOTICE,
-                      f"communication kernels run {duration(comm)} against {duration(busy)} of "
-                      f"busy device time ({comm / busy:.0%}, overlapped or not): collectives are a "
-                      "large part of the work", {"comm_us": comm, "busy_us": busy})
+                      f"communication kernels run {duration(comm + named)} against "
+                      f"{duration(busy)} of busy device time ({(comm + named) / busy:.0%}, "
+                      f"overlapped or not){by_name}: collectives are a large part of the work",
+                      {"comm_us": comm + named, "busy_us": busy, "named_collectives_us": named})
 
 
 def idle_gaps(ctx: FindingContext):

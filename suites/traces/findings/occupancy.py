@@ -14,7 +14,7 @@ import math
 from suites.traces.findings.bounds import host_paced
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
-from suites.traces.gpu_timeline import COMM
+from suites.traces.gpu_timeline import collective_name
 from suites.traces.occupancy import is_attention
 
 SHARE = 0.25  # of the device time per call
@@ -37,7 +37,7 @@ def occupancy_limited(ctx: FindingContext):
     # A collective's resources are its library's choice, and its time is the network's:
     # occupancy advice cannot act on it.
     held = [r for r in rows if r["kind"] == "kernel" and not is_attention(r["kernel"])
-            and not COMM.search(r["kernel"]) and r.get("gemm_tensor_core") != "yes"
+            and not collective_name(r["kernel"]) and r.get("gemm_tensor_core") != "yes"
             and r["total_us_per_call"] >= SHARE * total and _limited_by(r)
             and r.get("theoretical_occupancy_pct", math.nan) < LOW_PCT]
     if host_paced(ctx):  # the host sets the step's time: a faster kernel would not shorten it
