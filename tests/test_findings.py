@@ -250,3 +250,22 @@ def test_find_all_reads_a_rows_column_values_as_a_csv_row_gives_them(tmp_path):
     assert find_all({**compiled, "status": "failed"}, profile, base, profile) == []
     with pytest.raises(KeyError, match="hosts_us"):
         FindingContext(profile, row=base).value("hosts_us")  # a typo is no missing value
+
+
+def test_a_compute_bound_step_of_small_kernels_points_at_fusion_not_the_gemms():
+    """The Qwen traces are compute-bound (92% busy), yet 63% of the H100's device time is in
+    elementwise, copy and cat kernels: the GEMMs (28%) are not where the time is."""
+    real = ALEXNET_TRACE.parents[1] / "real_traces"
+    found = codes(CallProfile(analyze(read_trace(real / "h100_qwen1.5_0.5b.json.gz"))))
+    mix = found["kernel_mix"]
+    assert mix.severity == "notice" and mix.evidence["other_share"] == pytest.approx(0.63, abs=0.01)
+    assert mix.statement.startswith("63% of the device's time is in kernels that are neither "
+                                    "GEMMs nor attention"), mix.statement
+    assert "the largest: elementwise_kernel<128, 4, gpu_kernel_impl_nocast<BinaryF" in (
+        mix.statement)
+    assert "GEMMs 28%, attention 9%: fusing those ops (torch.compile) is the larger lever" in (
+        mix.statement)
+    # Not on a step the host paces, nor where GEMMs take most of the device's time.
+    for name in ("h100_bert_small", "vllm_decode_cuda_graphs"):
+        assert "kernel_mix" not in codes(CallProfile(analyze(read_trace(
+            real / f"{name}.json.gz"))))

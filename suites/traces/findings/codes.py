@@ -36,6 +36,7 @@ class Code(StrEnum):
     TENSOR_CORES_UNUSED = "tensor_cores_unused"
     SDPA_BACKEND = "sdpa_backend"
     INDUCTOR_KERNELS = "inductor_kernels"
+    KERNEL_MIX = "kernel_mix"  # a compute-bound trace's device time mostly in small kernels
     # GEMM kernels' rates and kernels' occupancy (gemms.py, occupancy.py)
     GEMM_RATES_DIFFER = "gemm_rates_differ"
     OCCUPANCY_LIMITED = "occupancy_limited"

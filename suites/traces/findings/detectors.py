@@ -6,7 +6,7 @@ from typing import Callable, Iterable
 from suites.traces.findings import (artifacts, bounds, compiled, copies, devices, fusion,
                                     kernels, timeline)
 from suites.traces.findings import tree as op_trees
-from suites.traces.findings import gemms, occupancy
+from suites.traces.findings import gemms, kernel_mix, occupancy
 from suites.traces.findings.core import (Finding, FindingContext, Row, column_value, is_ok,
                                          step_failed)
 from suites.traces.call_profile import CallProfile
@@ -22,7 +22,7 @@ DETECTORS: tuple[Detector, ...] = (
     copies.hidden_copy,
     fusion.dispatcher_fusion, fusion.kernels_per_call, fusion.memory_saved,
     kernels.metadata_ops, kernels.tensor_cores_unused, kernels.sdpa_backend,
-    kernels.inductor_kernels,
+    kernels.inductor_kernels, kernel_mix.kernel_mix,
     gemms.gemm_rates_differ, occupancy.occupancy_limited,
     op_trees.op_tree_diff, op_trees.fat_leaf,
     timeline.cold_start, timeline.late_first_op, timeline.kernel_variance, timeline.gpu_queue,

@@ -1,0 +1,77 @@
+"""What a compute-bound GPU step computes: GEMMs, attention, or the many small kernels around
+them (elementwise ops, casts, copies, concatenation, normalisation). The Qwen traces are
+compute-bound at 92% busy, yet 63% of the H100's device time is in the latter: unfused eager
+ops, bound by memory, not by the GEMMs a "compute-bound" reader would look at first. Fusing
+them (torch.compile) is then the lever; said where they take most of the device's time.
+"""
+from __future__ import annotations
+
+import re
+
+from suites.traces.findings.bounds import profile_bound
+from suites.traces.findings.codes import Code, Severity
+from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.gpu_timeline import collective_name
+from suites.traces.occupancy import is_attention
+from suites.traces.op_kinds import FUSED_KERNEL
+from suites.traces.short_names import short_names
+
+OTHER_SHARE = 0.4  # of the device time: the small kernels say more than the GEMMs from here
+SHOWN = 2  # of the largest small kernels, named
+
+
+def kernel_class(row: dict) -> str:
+    """A kernels.csv row's class: gemm, attention, communication, copy (copies and memsets),
+    or other (elementwise, reductions, normalisation, layout changes)."""
+    if row["kind"] != "kernel":
+        return "copy"
+    name = str(row["kernel"])
+    if collective_name(name):
+        return "communication"
+    if row.get("gemm_library"):
+        return "gemm"
+    if is_attention(name):
+        return "attention"
+    return "other"
+
+
+# Namespaces every ATen kernel's name repeats: left out where a name is quoted in a sentence.
+_NOISE = re.compile(r"^void |at::native::|\(anonymous namespace\)::|c10::")
+
+
+def _plain(name: str) -> str:
+    return _NOISE.sub("", name)
+
+
+def kernel_mix(ctx: FindingContext):
+    found = profile_bound(ctx)
+    if (ctx.row is not None or not ctx.on_gpu or found is None
+            or found.bound.code != Code.COMPUTE_BOUND):
+        return
+    rows = ctx.profile.kernel_rows()
+    total = sum(r["total_us_per_call"] for r in rows)
+    if total <= 0:
+        return
+    shares: dict[str, float] = {}
+    for r in rows:
+        cls = kernel_class(r)
+        shares[cls] = shares.get(cls, 0.0) + r["total_us_per_call"] / total
+    other = shares.get("other", 0.0)
+    if other < OTHER_SHARE:
+        return
+    small = [r for r in rows if kernel_class(r) == "other"]  # kernel_rows: largest first
+    names = short_names([_plain(str(r["kernel"])) for r in small[:SHOWN]], 60)
+    largest = ", ".join(f"{name} {r['total_us_per_call'] / total:.0%}"
+                        for name, r in zip(names, small))
+    fused = sum(r["total_us_per_call"] for r in small if FUSED_KERNEL.search(str(r["kernel"])))
+    already = (f"; {fused / total:.0%} of the device time is in kernels Inductor already fused"
+               if fused > 0 else "")
+    rest = ", ".join(f"{cls} {shares[cls]:.0%}" for cls in ("gemm", "attention", "communication",
+                                                           "copy") if shares.get(cls, 0) >= 0.01)
+    yield Finding(Code.KERNEL_MIX, Severity.NOTICE,
+                  f"{other:.0%} of the device's time is in kernels that are neither GEMMs nor "
+                  f"attention (elementwise ops, casts, copies, concatenation, normalisation: "
+                  f"bound by memory, one op each; the largest: {largest}){already}; "
+                  f"{rest.replace('gemm', 'GEMMs')}: fusing those ops (torch.compile) is the "
+                  "larger lever, they take more of the step than the GEMMs do",
+                  {"other_share": other, **{f"{cls}_share": v for cls, v in shares.items()}})
