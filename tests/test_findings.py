@@ -269,3 +269,23 @@ def test_a_compute_bound_step_of_small_kernels_points_at_fusion_not_the_gemms():
     for name in ("h100_bert_small", "vllm_decode_cuda_graphs"):
         assert "kernel_mix" not in codes(CallProfile(analyze(read_trace(
             real / f"{name}.json.gz"))))
+
+
+def test_a_sync_behind_a_stream_wait_names_the_wait(tmp_path):
+    """sglang's decode: a hipStreamWaitEvent, then kernels that start only 463 ms later, as the
+    blocking copy behind them ends: the step is held by the event wait, not by the copy."""
+    events = [event("ProfilerStep#0", "user_annotation", 0, 1100),
+              event("cudaStreamWaitEvent", "cuda_runtime", 5, 2, correlation=1),
+              event("cudaLaunchKernel", "cuda_runtime", 10, 3, correlation=2),
+              event("cudaMemcpy", "cuda_runtime", 20, 1000, correlation=3),
+              event("k", "kernel", 1000, 10, tid=7, correlation=2, stream=7),
+              event("Memcpy DtoH (Device -> Pageable)", "gpu_memcpy", 1011, 5, tid=7,
+                    correlation=3, stream=7, bytes=4)]
+    found = codes(profile_of(events, tmp_path))
+    said = found["sync_bound"].statement
+    assert ("with work queued behind a cudaStreamWaitEvent (5 us into the step: torch's "
+            "wait_stream or wait_event) on an event no call of the step records") in said, said
+    # Without the stream's wait the queue's stall before the first recorded activity is unseen
+    # work or a wait; the host blocked through it, so the sync still reads it.
+    found = codes(profile_of(events[:1] + events[2:], tmp_path, name="nowait.json"))
+    assert "sync_bound" in found and "cudaStreamWaitEvent" not in found["sync_bound"].statement

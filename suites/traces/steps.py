@@ -296,7 +296,7 @@ def analyze(trace: Trace, label: str | None = None,
     by_time = _by_time(placed, [call for _, call in calls]) if gpu else {}
     coverage = DeviceCoverage(trace.device, launches) if gpu else None
     earlier = Coverage(union([(a.ts, a.end) for a in pre_trace])) if pre_trace else None
-    first_recorded = trace.device[0].ts if trace.device else float("inf")  # sorted by start
+    first_recorded = _first_recorded(trace)
     del launches  # 40 MB for a 1 GB trace, not needed by the steps below
     flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
     requests = buffer_requests(trace)
@@ -339,6 +339,18 @@ def analyze(trace: Trace, label: str | None = None,
     return TraceAnalysis(trace, mode, steps, max(0, outside) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
                          len(pre_trace) if gpu else 0, processes, classifier)
+
+
+def _first_recorded(trace: Trace) -> float:
+    """The start of the trace's first device activity, before which queued work that does not
+    start may have waited behind work the trace does not hold (StepMetrics.unrecorded_us); -inf
+    where a stream's wait for an event comes first: the trace then shows what held the queue."""
+    if not trace.device:
+        return float("-inf")
+    first = trace.device[0].ts  # sorted by start
+    if any(c.ts < first and "streamwaitevent" in c.name.lower() for c in trace.runtime):
+        return float("-inf")
+    return first
 
 
 def _before_the_trace(unlinked: list[Event], runtime: list[Event]

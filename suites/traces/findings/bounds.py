@@ -3,13 +3,15 @@ that differ from it, and what else stands out (one kernel taking most of the dev
 communication, one-time set-up that is not the primary bound)."""
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.devices import device_shares
 from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, StepBound,
-                                                duration, host_side, primary_bound)
+                                                duration, host_side, primary_bound,
+                                                unrecorded_us)
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
                                        unread_device_categories)
 from suites.traces.gpu_timeline import collective_name, kind, named_collective
@@ -102,7 +104,36 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
         said += " while the device waited for the host"
     if b.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
         said += _longest(step, b.code)
+    if b.code == Code.SYNC_BOUND:
+        said += _held_stream(step, p.get("waiting", 0.0))
     return b.code, said
+
+
+# The runtime's call that makes a stream wait for an event (torch's Stream.wait_event and
+# wait_stream): work queued behind it does not start until the event is recorded.
+STREAM_WAIT = re.compile(r"StreamWaitEvent", re.IGNORECASE)
+EVENT_RECORD = re.compile(r"EventRecord", re.IGNORECASE)
+HELD_SHARE = 0.5  # of the step's window idle with work queued: the wait is what held the copy
+
+
+def _held_stream(step, queued_us: float) -> str:
+    """Where a sync-bound step's device sat idle with work queued behind a stream's wait for an
+    event (sglang's decode: 463 ms, the kernels launched after a hipStreamWaitEvent start only
+    as the blocking copy ends): say so; the host's sync only waited behind it."""
+    if step.window is None or queued_us < HELD_SHARE * step.window_us:
+        return ""
+    waits = [c for c in step.runtime if STREAM_WAIT.search(c.name)]
+    if not waits:
+        return ""
+    first = waits[0]
+    at = first.ts - (step.call.ts if step.call is not None else step.window.start)
+    recorded = any(EVENT_RECORD.search(c.name) and c.ts < first.ts for c in step.runtime)
+    source = ("an event recorded earlier in the step" if recorded else
+              "an event no call of the step records: another stream's, an earlier step's or "
+              "another process's work")
+    return (f"; the device sat idle {duration(queued_us)} of it with work queued behind a "
+            f"{first.name} ({duration(at)} into the step: torch's wait_stream or wait_event) "
+            f"on {source}; that wait holds the step, the sync only waits behind it")
 
 
 EARLIER_SHOWN = 0.05  # of the window: less of the device's time on earlier work goes unsaid
@@ -111,7 +142,7 @@ EARLIER_SHOWN = 0.05  # of the window: less of the device's time on earlier work
 def _earlier_work(step, window_us: float) -> str:
     """Where the device spent part of the step's window on work launched before the trace (the
     previous step's, still running when the profiler started): busy, but not this step's."""
-    earlier = getattr(step, "pre_trace_us", 0.0)
+    earlier = step.pre_trace_us
     if window_us <= 0 or earlier < EARLIER_SHOWN * window_us:
         return ""
     return (f"; {duration(earlier)} of it ran work launched before the trace (earlier work "
@@ -121,7 +152,7 @@ def _earlier_work(step, window_us: float) -> str:
 def _unrecorded(step, window_us: float) -> str:
     """The window's time before the trace's first recorded device activity, with work queued:
     left out of every part (StepMetrics.unrecorded_us), and said where it is worth a word."""
-    unrecorded = getattr(step, "unrecorded_us", 0.0)
+    unrecorded = unrecorded_us(step)
     if window_us <= 0 or unrecorded < EARLIER_SHOWN * window_us:
         return ""
     return (f"; judged in the window after its first {duration(unrecorded)}, in which work "
@@ -339,7 +370,7 @@ def idle_gaps(ctx: FindingContext):
     profiler = found.step.buffer_idle_us
     # Before the trace's first recorded activity the device may not have idled (the verdict
     # says so): not an idle gap.
-    unrecorded = min(found.step.unrecorded_us, w.queued_idle_us)
+    unrecorded = unrecorded_us(found.step)
     idle = w.host_wait_us + w.queued_idle_us - profiler - unrecorded
     if idle < IDLE_SHARE * w.window_us:
         return

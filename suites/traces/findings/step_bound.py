@@ -126,7 +126,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     # Queued idle before the trace's first recorded activity is not known to be waiting (the
     # device may have run work the trace does not hold): said, and the step judged in the rest
     # of its window.
-    unrecorded = min(step.unrecorded_us, w.queued_idle_us) if w is not None else 0.0
+    unrecorded = unrecorded_us(step)
     span -= unrecorded
     if w is None or span <= 0:
         return None
@@ -171,6 +171,17 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
                          runner_words, runner_us, contest[top])
     return StepBound(_KIND_CODES[top], DEVICE, top, contest[top], span, parts, runner_words,
                      runner_us, contest[top])
+
+
+def unrecorded_us(step: StepMetrics) -> float:
+    """The step's queued idle before the trace's first recorded device activity, left out of
+    its judgement (StepMetrics.unrecorded_us); none where the host blocked through most of it
+    (a wait that the sync verdict reads)."""
+    w = step.window
+    if w is None:
+        return 0.0
+    unrecorded = min(step.unrecorded_us, w.queued_idle_us)
+    return 0.0 if step.blocking_us >= HOST_BOUND_SHARE * unrecorded else unrecorded
 
 
 def host_side(step: StepMetrics) -> bool:
