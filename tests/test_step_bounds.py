@@ -232,8 +232,8 @@ def test_a_close_call_says_so_with_both_numbers(tmp_path):
     prof = profile(gpu_trace(kernel_us=10.0, extra=_comm(21.0)), tmp_path)
     found = findings(prof)
     said = found[Code.COMPUTE_BOUND]
-    assert said.evidence["close_call"] and said.evidence["runner_up"] == "host wait (launch)"
-    assert "a close call: host wait (launch) is 39.0% of the step against 40.0%" in \
+    assert said.evidence["close_call"] and said.evidence["runner_up"] == "host wait (Python, dispatch, launch)"
+    assert "a close call: host wait (Python, dispatch, launch) is 39.0% of the step against 40.0%" in \
         said.statement, said.statement
 
 
@@ -247,7 +247,7 @@ def test_the_next_part_can_be_another_host_cause(tmp_path):
     prof = profile(gpu_trace(host_us=10000.0, kernel_us=0.5, extra=setup), tmp_path)
     step = prof.steps[0]
     bound = step_bound(step, prof.analysis.mode)
-    assert bound.code == Code.INIT_BOUND and bound.runner_up == "host wait (launch)"
+    assert bound.code == Code.INIT_BOUND and bound.runner_up == "host wait (Python, dispatch, launch)"
     assert bound.runner_up_us == pytest.approx(step.host_wait_parts["launch"])
     assert bound.runner_up_us > 20 * step.window.computation_us
     assert not bound.close  # 62% against 38%: more than 5 points apart

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from suites.traces.gpu_timeline import length, union
-from suites.traces.op_kinds import (STEP_PREFIX, is_copy_api, is_cpu_collective,
+from suites.traces.op_kinds import (STEP_PREFIX, is_alloc_api, is_copy_api, is_cpu_collective,
                                     is_data_loading, is_launch_api, is_setup_api, is_sync_api)
 from suites.traces.events import Event, Trace
 
@@ -64,6 +64,7 @@ class HostClassifier:
         """What the host did in [lo, hi] besides launching, as intervals (host_wait.py)."""
         return {"initialisation": [(c.ts, c.end) for c in step.host.init_calls],
                 "sync": [(c.ts, c.end) for c in step.blocking_calls],
+                "allocation": [(c.ts, c.end) for c in step.runtime if is_alloc_api(c.name)],
                 "CPU collectives": self.collectives.intervals(lo, hi),
                 "data loading": self.data.intervals(lo, hi),
                 "host code": self.code.intervals(lo, hi)}

@@ -5,6 +5,7 @@ host's own record of that time, each instant given to the first of these that co
 
     initialisation   one-time set-up calls (host_parts.py)
     sync             synchronize calls and copies that waited for their copy (steps.py)
+    allocation       memory allocation and release calls (cudaMalloc, cudaFree, hipMalloc...)
     CPU collectives  collectives the host ran (gloo; host_parts.py)
     data loading     DataLoader ranges
     host code        the program's own named ranges that launch nothing (preprocessing,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from suites.traces.gpu_timeline import Intervals, length, subtract, union
 
-ORDER = ("initialisation", "sync", "CPU collectives", "data loading", "host code")
+ORDER = ("initialisation", "sync", "allocation", "CPU collectives", "data loading", "host code")
 
 
 def intersect(a: Intervals, b: Intervals) -> Intervals:

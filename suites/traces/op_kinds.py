@@ -135,6 +135,18 @@ DATA_LOADING = re.compile(r"^enumerate\(DataLoader\)")
 CPU_COLLECTIVE = re.compile(r"^(gloo:|c10d::|mpi:|ucc:|record_param_comms$)")
 
 
+# Device and pinned-host memory allocation and release (the caching allocator's own calls to the
+# runtime; expandable segments' virtual-memory calls): the host waits in them.
+_ALLOC_API = re.compile(r"^(cuda|hip|cu)(Malloc|Free|HostAlloc|HostMalloc|HostFree|MallocHost|"
+                        r"FreeHost|MemAlloc|MemFree|MemCreate|MemRelease|MemMap|MemUnmap|"
+                        r"MemAddressReserve|MemAddressFree|MemSetAccess)")
+
+
+@_per_name
+def is_alloc_api(name: str) -> bool:
+    return bool(_ALLOC_API.match(name))
+
+
 @_per_name
 def is_setup_api(name: str) -> bool:
     return _API_SUFFIX.sub("", name) in SETUP_APIS or name.startswith(("cuDevicePrimaryCtx",

@@ -15,7 +15,7 @@ from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, Ste
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
                                        unread_device_categories)
 from suites.traces.gpu_timeline import collective_name, kind, named_collective
-from suites.traces.op_kinds import is_copy_api, is_sync_api
+from suites.traces.op_kinds import is_alloc_api, is_copy_api, is_sync_api
 
 DOMINANT_SHARE = 0.5  # one kernel's share of the device time
 COMM_SHARE = 0.2  # communication's share of the busy time
@@ -42,7 +42,7 @@ HEADLINES = {Code.OVERHEAD_BOUND: "overhead-bound", Code.COMPUTE_BOUND: "compute
              Code.SYNC_BOUND: "sync-bound", Code.DATA_BOUND: "data-loading-bound",
              Code.INIT_BOUND: "initialisation-bound", Code.HOST_CODE_BOUND: "host-code-bound"}
 # Parts whose name adds to the headline: a CPU's compute and collectives run on the host.
-_NAMED_KINDS = ("CPU compute", "CPU collectives")
+_NAMED_KINDS = ("CPU compute", "CPU collectives", "allocation")
 
 
 def verdict_label(b: StepBound) -> str:
@@ -80,6 +80,14 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
         return b.code, (f"overhead-bound: compute work (CPU ops that compute) is "
                         f"{duration(p['CPU compute'])} of a {duration(b.window_us)} {what} "
                         f"({p['CPU compute'] / b.window_us:.0%}); the rest is Python and dispatch")
+    if b.code == Code.OVERHEAD_BOUND and b.kind == "allocation":
+        return b.code, (f"overhead-bound (allocation): the GPU waited for the host "
+                        f"{duration(p['host wait'])} of the {what}'s {duration(b.window_us)} "
+                        f"({p['host wait'] / b.window_us:.0%}); the host's time then is memory "
+                        f"allocation calls ({_allocations(step)}; {b.share:.0%} of the {what}): "
+                        "the caching allocator asks the device for memory in the step "
+                        "(torch.cuda.empty_cache in the loop, or new tensor sizes each step): "
+                        "keep its cache warm")
     if b.code == Code.OVERHEAD_BOUND:
         return b.code, (f"overhead-bound: the GPU waited for the host {duration(p['host wait'])} "
                         f"of the {what}'s {duration(b.window_us)} "
@@ -134,6 +142,17 @@ def _held_stream(step, queued_us: float) -> str:
     return (f"; the device sat idle {duration(queued_us)} of it with work queued behind a "
             f"{first.name} ({duration(at)} into the step: torch's wait_stream or wait_event) "
             f"on {source}; that wait holds the step, the sync only waits behind it")
+
+
+def _allocations(step) -> str:
+    """`cudaMalloc x5, 235 ms`: the step's allocation calls by name, longest total first."""
+    calls: dict[str, list[float]] = defaultdict(list)
+    once = {id(c) for c in step.host.init_calls}  # one-time set-up: said apart
+    for c in step.runtime:
+        if is_alloc_api(c.name) and id(c) not in once:
+            calls[c.name].append(c.dur)
+    ranked = sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:2]
+    return ", ".join(f"{name} x{len(d)}, {duration(sum(d))}" for name, d in ranked)
 
 
 EARLIER_SHOWN = 0.05  # of the window: less of the device's time on earlier work goes unsaid

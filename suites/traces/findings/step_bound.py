@@ -43,8 +43,8 @@ HOST_BOUND_SHARE = OVERHEAD_BUSY
 HOST, DEVICE = "host", "device"
 # Two parts closer than this share of the window are a close call: said, with both numbers.
 MARGIN = 0.05
-HOST_CAUSES = ("initialisation", "sync", "CPU collectives", "data loading", "host code",
-               "launch")
+HOST_CAUSES = ("initialisation", "sync", "allocation", "CPU collectives", "data loading",
+               "host code", "launch")
 # A CPU step's time outside its compute ops and named host ranges: what an overhead-bound CPU
 # step is bound on, and said by that name wherever it is the runner-up.
 CPU_REST = "Python and dispatch"
@@ -81,7 +81,7 @@ _KIND_CODES = {
     "memory copies": Code.COPY_BOUND, "waiting": Code.DEVICE_WAIT,
     "launch": Code.OVERHEAD_BOUND, CPU_REST: Code.OVERHEAD_BOUND, "sync": Code.SYNC_BOUND,
     "data loading": Code.DATA_BOUND, "initialisation": Code.INIT_BOUND,
-    "host code": Code.HOST_CODE_BOUND,
+    "host code": Code.HOST_CODE_BOUND, "allocation": Code.OVERHEAD_BOUND,
 }
 
 
@@ -104,6 +104,12 @@ def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
     if step.flush_us > 0:
         parts["profiler flush"] = step.flush_us
     return parts, rest
+
+
+def cause_words(cause: str) -> str:
+    """A host cause as prose says it: "launch" is the rest of the host's time, Python and
+    dispatch with the launch calls (a cuDNN plan built inside an op is in it too)."""
+    return "Python, dispatch, launch" if cause == "launch" else cause
 
 
 def _largest_cause(causes: dict) -> str:
@@ -150,7 +156,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     if top == "host wait" and not seen_host:
         return None  # idle most, and no launch to say whether the host or something else held it
     if runner == "host wait":
-        runner_words = (f"host wait ({_largest_cause(causes)})" if seen_host
+        runner_words = (f"host wait ({cause_words(_largest_cause(causes))})" if seen_host
                         else "idle (no launches recorded)")
     else:
         runner_words = runner
@@ -162,7 +168,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
         # launch next, not a device part of 0.1%; two causes are weighed one against the other.
         second = max((k for k in HOST_CAUSES if k != kind), key=lambda k: causes.get(k, 0.0))
         if causes.get(second, 0.0) > runner_us:
-            runner_words, runner_us = f"host wait ({second})", causes[second]
+            runner_words, runner_us = f"host wait ({cause_words(second)})", causes[second]
             contest_us = causes[kind]
         return StepBound(_KIND_CODES[kind], HOST, kind, causes[kind], span,
                          {**parts, kind: causes[kind]}, runner_words, runner_us, contest_us)

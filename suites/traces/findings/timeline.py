@@ -37,6 +37,7 @@ def cold_start(ctx: FindingContext):
 # How each part of the gap before a step's first op reads (host_wait.ORDER's causes; "launch"
 # there is whatever no range or call covers: Python or a compile, here).
 _GAP_PARTS = {"sync": "waiting for the device", "initialisation": "one-time set-up",
+              "allocation": "memory allocation",
               "CPU collectives": "collectives on the host", "data loading": "data loading",
               "host code": "the program's own code", "launch": "Python or compiling"}
 GAP_PART_SHOWN = 0.05  # of the gap: smaller parts are left out of the statement
