@@ -299,3 +299,29 @@ def test_a_step_spent_allocating_is_said_so_not_python_and_launch():
     assert said.startswith("overhead-bound (allocation): the GPU waited for the host 292 ms"), said
     assert "memory allocation calls (cudaMalloc x5, 235 ms; 79% of the step)" in said, said
     assert "keep its cache warm" in said
+
+
+def test_pinning_is_advised_for_copies_that_recur_not_for_a_one_time_upload():
+    from types import SimpleNamespace as Step
+    from suites.traces.findings.copies import PIN, _pinning
+    copy = Step(name="Memcpy HtoD (Pageable -> Device)")
+    # AlexNet's trace has no steps: its 39 ms copy is the model's weights, moved once.
+    found = codes(CallProfile(analyze(read_trace(ALEXNET_TRACE))))["copies"].statement
+    assert "one copy of a model's weights to the device (model.to) is set-up" in found, found
+    every = [Step(name=f"ProfilerStep#{i}", kernels=[copy]) for i in range(4)]
+    assert _pinning(every) == PIN
+    once = [Step(name=f"ProfilerStep#{i}", kernels=[copy] if i == 0 else []) for i in range(4)]
+    assert _pinning(once).startswith("copies in 1 of 4 steps are not the steady state")
+
+
+def test_a_trace_without_steps_points_at_its_repeating_ranges(capsys):
+    from suites.traces.command import main
+    assert main([str(ALEXNET_TRACE)]) == 0
+    out = capsys.readouterr().out
+    assert ("note: no ProfilerStep ranges: the whole trace is one step, its set-up included; "
+            "ranges of its own repeat (2 x [param|pytorch.model.alex_net|0|0|0|warmup|forward], "
+            "2 x [param|pytorch.model.alex_net|0|0|0|measure|forward]): --steps "
+            "'\\[param\\|pytorch\\.model\\.alex_net\\|0\\|0\\|0\\|measure\\|forward\\]' judges each "
+            "as a step") in out
+    assert main([str(TRITON_TRACE)]) == 0  # it has ProfilerStep ranges: no hint
+    assert "no ProfilerStep ranges" not in capsys.readouterr().out

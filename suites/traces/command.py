@@ -16,7 +16,7 @@ import gc
 import re
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from kernels.names import DTYPE_NAMES
@@ -33,7 +33,7 @@ from suites.traces.occupancy import ATTENTION_NOTE, TENSOR_CORE_GEMM_NOTE, is_at
 from suites.traces.short_names import short_names
 from suites.traces.gpu_timeline import (FIELDS, device_timelines, linked, named_collective,
                                         stream_timelines, timeline)
-from suites.traces.steps import analyze
+from suites.traces.steps import WHOLE_TRACE, analyze
 from suites.traces.events import read_trace
 
 MAX_STEPS_SHOWN = 20
@@ -82,6 +82,28 @@ def timelines(trace, profile: CallProfile) -> list[dict]:
     rows += [t.row(scope) for scope, t in device_timelines(counted).items()]
     rows += [t.row(scope) for scope, t in stream_timelines(trace, counted).items()]
     return rows
+
+
+def step_ranges_hint(profile: CallProfile) -> str:
+    """A trace without step ranges is one step, its set-up included; where ranges of the
+    program's own repeat (a benchmark's warm-up and measured calls), they can be its steps:
+    said, with the --steps that judges each."""
+    steps = profile.steps
+    if len(steps) != 1 or steps[0].name != WHOLE_TRACE:
+        return ""
+    repeats = Counter(a.name for a in profile.analysis.trace.annotations if a.dur > 0)
+    time: dict[str, float] = defaultdict(float)
+    for a in profile.analysis.trace.annotations:
+        if repeats[a.name] >= 2:
+            time[a.name] += a.dur
+    if not time:
+        return ""
+    ranked = sorted(time, key=time.get, reverse=True)[:2]
+    last = {a.name: a.ts for a in profile.analysis.trace.annotations if a.name in ranked}
+    latest = max(ranked, key=last.get)  # a benchmark measures after it warms up
+    listed = ", ".join(f"{repeats[name]} x {name}" for name in ranked)
+    return (f"no ProfilerStep ranges: the whole trace is one step, its set-up included; ranges "
+            f"of its own repeat ({listed}): --steps '{re.escape(latest)}' judges each as a step")
 
 
 def unlinked_note(analysis) -> str:
@@ -162,6 +184,9 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
                      f"{', '.join(analysis.step_processes)}) are in this one file: their steps "
                      "overlap and each counts the others' work; analyse one trace per process "
                      "(a folder of them reads as the ranks of a job)")
+    hint = step_ranges_hint(profile)
+    if hint:
+        lines.append(f"note: {hint}")
     if analysis.unlinked_device:
         lines.append(f"note: {unlinked_note(analysis)}")
     if analysis.unattributed_device:

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.steps import WHOLE_TRACE
 from suites.traces.device_time import kernel_us
 
 NOTABLE_SHARE = 0.1  # of the device's busy time
@@ -69,6 +70,23 @@ def hidden_copy(ctx: FindingContext):
                       {"copies_per_call": count, "copy_us": us, "baseline_copies": base})
 
 
+PIN = ("pinned memory (DataLoader(pin_memory=True), then .to(device, non_blocking=True)) lets "
+       "it run asynchronously")
+
+
+def _pinning(steps) -> str:
+    """Pinning pays for copies made every step (a batch), not for one made once (a model's
+    weights moved to the device): which, where the trace can tell."""
+    with_copies = sum(any("Pageable" in k.name for k in s.kernels) for s in steps)
+    if len(steps) == 1 and steps[0].name == WHOLE_TRACE:
+        return ("one copy of a model's weights to the device (model.to) is set-up; a copy made "
+                f"each step (a batch) is not: for that, {PIN}")
+    if with_copies * 2 <= len(steps):
+        return (f"copies in {with_copies} of {len(steps)} steps are not the steady state "
+                f"(set-up?); where they recur, {PIN}")
+    return PIN
+
+
 def _copies_by_origin(profile):
     copies_us = busy_us = 0.0
     kinds: Counter = Counter()
@@ -89,8 +107,8 @@ def _copies_by_origin(profile):
         return
     top = sorted(origins.items(), key=lambda kv: -kv[1])[:SHOWN]
     pageable = sum(us for kind, us in kinds.items() if "pageable" in kind)
-    advice = (f"; {pageable / copies_us:.0%} of it from pageable host memory: pinned memory "
-              "(pin_memory=True) lets it run asynchronously" if pageable > 0.5 * copies_us else "")
+    advice = (f"; {pageable / copies_us:.0%} of it from pageable host memory: "
+              f"{_pinning(profile.steps)}" if pageable > 0.5 * copies_us else "")
     yield Finding(Code.COPIES, Severity.NOTICE,
                   f"memory copies take {copies_us / busy_us:.0%} of the device's busy time "
                   f"({', '.join(f'{kind} {us / 1e3:.3g} ms' for kind, us in kinds.most_common())})"
