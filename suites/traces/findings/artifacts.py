@@ -52,7 +52,10 @@ def profiler_flush(ctx: FindingContext):
     else:
         confirm = (f"{MANY_PRESET} would confirm it: the flush comes once, at the end; a sync "
                    "of the program's recurs in every step")
-    yield Finding(Code.PROFILER_FLUSH, Severity.NOTICE,
+    # Said whenever a step held it (its figures leave it out); worth a notice only where it is
+    # long enough to change how a step reads (an 18 us flush in a 41 s trace is not).
+    worth = flush.us >= FLUSH_NOTE_US and flush.us >= FLUSH_SHARE * median
+    yield Finding(Code.PROFILER_FLUSH, Severity.NOTICE if worth else Severity.INFO,
                   f"the profiler's flush, not your cost: the {duration(flush.us)} {call.name} "
                   f"{where} is torch.profiler draining the device as it stops recording "
                   f"({told}); {counted}. {confirm[0].upper() + confirm[1:]}",
