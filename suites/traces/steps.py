@@ -16,6 +16,7 @@ import statistics
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import takewhile
 from operator import attrgetter
 
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
@@ -348,7 +349,8 @@ def _first_recorded(trace: Trace) -> float:
     if not trace.device:
         return float("-inf")
     first = trace.device[0].ts  # sorted by start
-    if any(c.ts < first and "streamwaitevent" in c.name.lower() for c in trace.runtime):
+    before = takewhile(lambda c: c.ts < first, trace.runtime)  # sorted by start too
+    if any("streamwaitevent" in c.name.lower() for c in before):
         return float("-inf")
     return first
 
@@ -363,9 +365,8 @@ def _before_the_trace(unlinked: list[Event], runtime: list[Event]
     of the first recorded step)."""
     if not runtime or not unlinked:
         return [], unlinked
-    first_launch = min(c.ts for c in runtime)
-    ids = [c.corr for c in runtime if c.corr is not None and c.corr > 0]
-    first_id = min(ids) if ids else None
+    first_launch = runtime[0].ts  # sorted by start
+    first_id = min((c.corr for c in runtime if c.corr is not None and c.corr > 0), default=None)
     before, after = [], []
     for a in unlinked:
         early = a.ts < first_launch or (first_id is not None and a.corr is not None
