@@ -41,7 +41,7 @@ def test_triton_fixture_summary(capsys, tmp_path):
 
 def test_real_traces_verdicts(capsys):
     """What an engineer reading each trace would say first."""
-    expected = {"a100_alexnet_fp32": "init_bound", "sglang_qwen3_8b_decode": "sync_bound",
+    expected = {"a100_alexnet_fp32": "init_bound", "sglang_qwen3_8b_decode": "device_wait",
                 "h100_qwen1.5_0.5b": "compute_bound", "mi300_qwen1.5_0.5b": "compute_bound",
                 "h100_bert_small": "overhead_bound", "mi300_bert_small": "overhead_bound",
                 "vllm_decode_cuda_graphs": "compute_bound"}
@@ -50,6 +50,10 @@ def test_real_traces_verdicts(capsys):
         exit_code, out, _ = run(capsys, path)
         first = out.split("findings:\n", 1)[1].splitlines()[0]
         assert exit_code == 0 and f"] {code}: " in first, (name, first)
+        if name == "sglang_qwen3_8b_decode":
+            # its stream waits 463 ms on an event the trace does not record; the host's copy
+            # only blocks behind that wait
+            assert "behind a hipStreamWaitEvent" in first and "The host blocked 463 ms" in first
         if name == "vllm_decode_cuda_graphs":
             # Its first 7.8 ms the device ran nothing the trace holds, with work queued (work
             # launched before the profiler started, or a wait): judged without that stretch,

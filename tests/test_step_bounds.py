@@ -97,10 +97,17 @@ def test_a_slow_host_is_overhead_bound_and_the_queue_empty(tmp_path):
 
 def test_set_up_calls_far_beyond_their_steady_state_are_initialisation(tmp_path):
     def setup(step, t0):
-        return [event("cudaFree", "cuda_runtime", t0 + 60, 30_000 if step == 0 else 1)]
+        return [event("cuModuleLoadData", "cuda_runtime", t0 + 60, 30_000 if step == 0 else 1)]
     events = gpu_trace(steps=1, host_us=40_000, extra=setup)
     found = findings(profile(events, tmp_path))
     assert Code.INIT_BOUND in found and "30 ms" in found[Code.INIT_BOUND].statement
+    # A cudaFree after the first launch is the allocator at work (empty_cache), not set-up:
+    # context creation (cudaFree(0)) comes before any launch.
+    def free(step, t0):
+        return [event("cudaFree", "cuda_runtime", t0 + 60, 30_000)]
+    found = findings(profile(gpu_trace(steps=1, host_us=40_000, extra=free), tmp_path, "f.json"))
+    assert Code.INIT_BOUND not in found
+    assert found[Code.OVERHEAD_BOUND].statement.startswith("overhead-bound (allocation)")
     # A steady-state call that is once far longer (a lazy module load) is set-up too.
     slow = gpu_trace(steps=4, host_us=100)
     slow[2]["dur"] = 5_000  # the first cudaLaunchKernel

@@ -84,6 +84,9 @@ def timelines(trace, profile: CallProfile) -> list[dict]:
     return rows
 
 
+MIN_REPEATS = 3  # occurrences of a range for it to stand for steps: a warm-up and one more is not
+
+
 def step_ranges_hint(profile: CallProfile) -> str:
     """A trace without step ranges is one step, its set-up included; where ranges of the
     program's own repeat (a benchmark's warm-up and measured calls), they can be its steps:
@@ -91,15 +94,20 @@ def step_ranges_hint(profile: CallProfile) -> str:
     steps = profile.steps
     if len(steps) != 1 or steps[0].name != WHOLE_TRACE:
         return ""
-    repeats = Counter(a.name for a in profile.analysis.trace.annotations if a.dur > 0)
-    time: dict[str, float] = defaultdict(float)
-    for a in profile.analysis.trace.annotations:
-        if repeats[a.name] >= 2:
-            time[a.name] += a.dur
+    # A range nested in one of its own name (a benchmark's outer and inner "measure") is one
+    # occurrence: counted by the outermost.
+    outer: dict[str, list] = defaultdict(list)
+    for a in sorted(profile.analysis.trace.annotations, key=lambda a: (a.ts, -a.dur)):
+        same = outer[a.name]
+        if a.dur > 0 and not (same and a.end <= same[-1].end):
+            same.append(a)
+    repeats = {name: len(ranges) for name, ranges in outer.items()}
+    time = {name: sum(a.dur for a in ranges) for name, ranges in outer.items()
+            if len(ranges) >= MIN_REPEATS}
     if not time:
         return ""
     ranked = sorted(time, key=time.get, reverse=True)[:2]
-    last = {a.name: a.ts for a in profile.analysis.trace.annotations if a.name in ranked}
+    last = {name: outer[name][-1].ts for name in ranked}
     latest = max(ranked, key=last.get)  # a benchmark measures after it warms up
     listed = ", ".join(f"{repeats[name]} x {name}" for name in ranked)
     return (f"no ProfilerStep ranges: the whole trace is one step, its set-up included; ranges "

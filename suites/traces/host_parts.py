@@ -48,6 +48,12 @@ class HostClassifier:
         self.collectives = _Ranges([e for e in ranges if is_cpu_collective(e.name)])
         self.code = _Ranges(_host_code(trace))
         self.recurring: set[str] = set()  # long in most steps: steady state (set_recurring)
+        # cudaFree(0) creates the context, and cudaHostAlloc a pinned pool, before the first
+        # launch; after it, an allocation call is the allocator at work (empty_cache, then
+        # cudaMalloc again), set-up only where far longer than its steady state (a 5 s cudaFree
+        # while cuDNN loads).
+        self.first_launch = next((c.ts for c in trace.runtime if is_launch_api(c.name)),
+                                 float("inf"))
 
     def set_recurring(self, steps_runtime: list[list[Event]]) -> None:
         """Calls that are long in most steps (at least 2, and half of them) are the steady
@@ -77,8 +83,9 @@ class HostClassifier:
         if (call.dur < INIT_MIN_US or is_sync_api(call.name) or is_copy_api(call.name)
                 or call.name in self.recurring):
             return False
-        if is_setup_api(call.name):
-            return True
+        if is_setup_api(call.name) and not (is_alloc_api(call.name)
+                                             and call.ts > self.first_launch):
+            return True  # (an allocation after the first launch: set-up only if far longer)
         steady = self.steady.get(call.name)
         return steady is not None and call.dur >= INIT_FACTOR * max(steady, 1.0)
 

@@ -143,6 +143,13 @@ _ALLOC_API = re.compile(r"^(cuda|hip|cu)(Malloc|Free|HostAlloc|HostMalloc|HostFr
 
 
 @_per_name
+def is_stream_wait_api(name: str) -> bool:
+    """cudaStreamWaitEvent, hipStreamWaitEvent (torch's wait_stream, wait_event): the work
+    queued after it on its stream waits for an event."""
+    return "streamwaitevent" in name.lower()
+
+
+@_per_name
 def is_alloc_api(name: str) -> bool:
     return bool(_ALLOC_API.match(name))
 

@@ -25,7 +25,7 @@ from suites.traces.host_parts import HostClassifier, HostParts, names_by_time
 from suites.traces.host_wait import split_host_wait
 from suites.traces.nesting import by_thread
 from suites.traces.op_kinds import (COPY_WRAPPERS, STEP_PREFIX, is_copy_api, is_cpu_kernel,
-                                    is_launch_api, is_sync_api)
+                                    is_launch_api, is_stream_wait_api, is_sync_api)
 from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
                                               request_intervals)
 from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
@@ -350,7 +350,7 @@ def _first_recorded(trace: Trace) -> float:
         return float("-inf")
     first = trace.device[0].ts  # sorted by start
     before = takewhile(lambda c: c.ts < first, trace.runtime)  # sorted by start too
-    if any("streamwaitevent" in c.name.lower() for c in before):
+    if any(is_stream_wait_api(c.name) for c in before):
         return float("-inf")
     return first
 

@@ -10,12 +10,12 @@ from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.devices import device_shares
 from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, StepBound,
-                                                duration, host_side, primary_bound,
-                                                unrecorded_us)
+                                                duration, held_by_stream_wait, host_side,
+                                                primary_bound, unrecorded_us)
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
                                        unread_device_categories)
 from suites.traces.gpu_timeline import collective_name, kind, named_collective
-from suites.traces.op_kinds import is_alloc_api, is_copy_api, is_sync_api
+from suites.traces.op_kinds import is_alloc_api, is_copy_api, is_stream_wait_api, is_sync_api
 
 DOMINANT_SHARE = 0.5  # one kernel's share of the device time
 COMM_SHARE = 0.2  # communication's share of the busy time
@@ -112,36 +112,29 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
         said += " while the device waited for the host"
     if b.code in (Code.SYNC_BOUND, Code.INIT_BOUND):
         said += _longest(step, b.code)
-    if b.code == Code.SYNC_BOUND:
-        said += _held_stream(step, p.get("waiting", 0.0))
+    if b.code == Code.DEVICE_WAIT and held_by_stream_wait(step):
+        said += _held_stream(step)
     return b.code, said
 
 
-# The runtime's call that makes a stream wait for an event (torch's Stream.wait_event and
-# wait_stream): work queued behind it does not start until the event is recorded.
-STREAM_WAIT = re.compile(r"StreamWaitEvent", re.IGNORECASE)
 EVENT_RECORD = re.compile(r"EventRecord", re.IGNORECASE)
-HELD_SHARE = 0.5  # of the step's window idle with work queued: the wait is what held the copy
 
 
-def _held_stream(step, queued_us: float) -> str:
-    """Where a sync-bound step's device sat idle with work queued behind a stream's wait for an
-    event (sglang's decode: 463 ms, the kernels launched after a hipStreamWaitEvent start only
-    as the blocking copy ends): say so; the host's sync only waited behind it."""
-    if step.window is None or queued_us < HELD_SHARE * step.window_us:
-        return ""
-    waits = [c for c in step.runtime if STREAM_WAIT.search(c.name)]
-    if not waits:
-        return ""
-    first = waits[0]
+def _held_stream(step) -> str:
+    """A step whose device sat idle with work queued behind a stream's wait for an event, while
+    the host blocked (sglang's decode: the kernels launched after a hipStreamWaitEvent start
+    only as the 463 ms copy behind them ends): the wait, and what the host did meanwhile."""
+    first = next(c for c in step.runtime if is_stream_wait_api(c.name))
     at = first.ts - (step.call.ts if step.call is not None else step.window.start)
     recorded = any(EVENT_RECORD.search(c.name) and c.ts < first.ts for c in step.runtime)
     source = ("an event recorded earlier in the step" if recorded else
-              "an event no call of the step records: another stream's, an earlier step's or "
-              "another process's work")
-    return (f"; the device sat idle {duration(queued_us)} of it with work queued behind a "
-            f"{first.name} ({duration(at)} into the step: torch's wait_stream or wait_event) "
-            f"on {source}; that wait holds the step, the sync only waits behind it")
+              "an event no call of the step records: another stream's, another host thread's, "
+              "an earlier step's or another process's work")
+    blocked = _longest(step, Code.SYNC_BOUND).removeprefix("; the longest: ")
+    return (f", behind a {first.name} ({duration(at)} into the step: torch's wait_stream or "
+            f"wait_event) on {source}; find what records it. The host blocked "
+            f"{duration(step.blocking_us)} behind that wait"
+            + (f" (the longest: {blocked})" if blocked else ""))
 
 
 def _allocations(step) -> str:
@@ -382,7 +375,9 @@ def comm_share(ctx: FindingContext):
 def idle_gaps(ctx: FindingContext):
     """A device-bound step can still idle: say how much, on what, and the longest gap."""
     found = profile_bound(ctx)
-    if found is None or not ctx.on_gpu or found.bound.side != DEVICE:
+    # (a step bound on its queued idle says so in its verdict: no second statement of it)
+    if (found is None or not ctx.on_gpu or found.bound.side != DEVICE
+            or found.bound.code == Code.DEVICE_WAIT):
         return
     w = found.step.window
     # Idle during the profiler's buffer requests is the profiler's (profiler_buffer_gaps).

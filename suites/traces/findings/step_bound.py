@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from suites.traces.findings.codes import Code
 from suites.traces.device_time import GPU, HOST_ONLY, OVERHEAD_BUSY
+from suites.traces.op_kinds import is_stream_wait_api
 from suites.traces.steps import StepMetrics
 
 # Host-bound when the device waited for the host at least this share of its window (the same
@@ -172,11 +173,20 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
             contest_us = causes[kind]
         return StepBound(_KIND_CODES[kind], HOST, kind, causes[kind], span,
                          {**parts, kind: causes[kind]}, runner_words, runner_us, contest_us)
-    if top == "waiting" and step.blocking_us >= HOST_BOUND_SHARE * span:
+    if (top == "waiting" and step.blocking_us >= HOST_BOUND_SHARE * span
+            and not held_by_stream_wait(step)):
         return StepBound(_KIND_CODES["sync"], HOST, "sync", step.blocking_us, span, parts,
                          runner_words, runner_us, contest[top])
     return StepBound(_KIND_CODES[top], DEVICE, top, contest[top], span, parts, runner_words,
                      runner_us, contest[top])
+
+
+def held_by_stream_wait(step: StepMetrics) -> bool:
+    """Whether a stream's wait for an event comes before the step's blocking calls: the device's
+    queued idle is then that wait's (device waiting), and the host's sync only waits behind it
+    (sglang's decode: a hipStreamWaitEvent, then a 463 ms copy)."""
+    first_block = min((c.ts for c in step.blocking_calls), default=float("inf"))
+    return any(is_stream_wait_api(c.name) and c.ts < first_block for c in step.runtime)
 
 
 def unrecorded_us(step: StepMetrics) -> float:
