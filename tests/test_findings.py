@@ -212,18 +212,22 @@ def test_gpu_queue_empty_and_full(tmp_path):
     for e in events:
         if e["cat"] == "kernel":
             e["ts"] = 2 + 1 + 5  # the launch returns at 8 us
-    assert "queue_empty" in codes(profile_of(events, tmp_path, name="e.json"))
+    found = codes(profile_of(events, tmp_path, name="e.json"))
+    # an empty queue is the overhead-bound verdict's evidence, said in it
+    assert "100% of kernels start as soon as they are launched: the queue runs empty" in (
+        found["overhead_bound"].statement)
     queued = gpu_step(1, 0.0, kernels=(("k", 300.0),), host_dur=40)
     for e in queued:
         if e["cat"] == "kernel":
-            e["ts"] = 200.0  # waits behind earlier work
+            e["ts"] = 200.0  # waits behind earlier work, which the trace records
+    queued.append(event("earlier", "kernel", 1, 199, tid=7, correlation=999, stream=7))
     assert "queue_full" in codes(profile_of(queued, tmp_path, name="f.json"))
 
 
 def test_fixture_triton_trace_findings():
     found = codes(CallProfile(analyze(read_trace(TRITON_TRACE))))
     assert "triton_poi_fused_add_cos_sin_0" in found["inductor_kernels"].statement
-    assert "queue_empty" in found and "overhead_bound" in found
+    assert "overhead_bound" in found and "the queue runs empty" in found["overhead_bound"].statement
 
 
 def test_fixture_alexnet_findings_per_measured_step():

@@ -91,9 +91,10 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
     if b.code == Code.OVERHEAD_BOUND:
         return b.code, (f"overhead-bound: the GPU waited for the host {duration(p['host wait'])} "
                         f"of the {what}'s {duration(b.window_us)} "
-                        f"({p['host wait'] / b.window_us:.0%}; busy {duration(p['busy'])}); the "
-                        f"host's time then is Python, dispatch and launch calls ({b.share:.0%} "
-                        f"of the {what}): {overhead_remedy(step.n_kernels, ctx.row is not None)}")
+                        f"({p['host wait'] / b.window_us:.0%}; busy {duration(p['busy'])}"
+                        f"{queue_runs_empty(ctx)}); the host's time then is Python, dispatch and "
+                        f"launch calls ({b.share:.0%} of the {what}): "
+                        f"{overhead_remedy(step.n_kernels, ctx.row is not None)}")
     words = {
         Code.COMM_BOUND: "communication-bound: collectives take",
         Code.COPY_BOUND: "copy-bound: memory copies nothing overlaps take",
@@ -316,6 +317,20 @@ def host_paced(ctx: FindingContext) -> str | None:
     if found is None or found.bound.side == DEVICE:
         return None
     return f"but the step is {verdict_label(found.bound)}: a faster kernel would not shorten it"
+
+
+EMPTY_DELAY_US, EMPTY_SHARE = 2.0, 0.8  # launched kernels start at once: nothing queued
+
+
+def queue_runs_empty(ctx: FindingContext) -> str:
+    """`; 95% of kernels start as soon as launched: the queue runs empty`, the overhead-bound
+    verdict's evidence where the launch delays show it; "" otherwise."""
+    delays = [d for s in ctx.profile.steps for d in s.launch_delays_us] if ctx.profile else []
+    if not delays:
+        return ""
+    at_once = sum(d <= EMPTY_DELAY_US for d in delays) / len(delays)
+    return (f"; {at_once:.0%} of kernels start as soon as they are launched: the queue runs "
+            "empty" if at_once >= EMPTY_SHARE else "")
 
 
 # A GPU step that waits for its host: what cuts the host's part, by how many kernels it has.

@@ -80,7 +80,6 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.KERNEL_VARIANCE: ("one kernel's time varies across steps", "matmul"),
     Code.QUEUE_FULL: ("the host runs ahead of the device: the launch queue is full",
                       "matmul"),
-    Code.QUEUE_EMPTY: ("the device drains its queue and waits for the next launch", "matmul"),
     Code.SEVERAL_DEVICES: ("one process drives several devices (a model split across GPUs): "
                            "each device's busy share alone, and whether they work at once or "
                            "take turns, each idle while the other works", "fusebench"),

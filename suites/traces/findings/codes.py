@@ -48,7 +48,6 @@ class Code(StrEnum):
     LATE_FIRST_OP = "late_first_op"
     KERNEL_VARIANCE = "kernel_variance"
     QUEUE_FULL = "queue_full"
-    QUEUE_EMPTY = "queue_empty"
     # several devices in one trace (devices.py)
     SEVERAL_DEVICES = "several_devices"
     # what the profiler itself put in the trace (artifacts.py)

@@ -1,5 +1,5 @@
 """Findings about time across steps: cold starts, gaps before the first op, kernels whose time
-varies, and whether the GPU queue stays empty (launch-bound) or full (host ahead)."""
+varies, and whether the GPU queue stays full (the host ahead)."""
 from __future__ import annotations
 
 import statistics
@@ -8,7 +8,7 @@ from collections import defaultdict
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.core import Finding, FindingContext
-from suites.traces.findings.step_bound import DEVICE, duration
+from suites.traces.findings.step_bound import DEVICE, duration, unrecorded_us
 from suites.traces.device_time import kernel_us
 from suites.traces.steps import split_first_op_gap
 
@@ -16,7 +16,6 @@ COLD_FACTOR = 2.0  # first step this many times the median of the rest
 GAP_US, GAP_SHARE = 100.0, 0.25  # record_function start -> first op
 VARIANCE_CV, VARIANCE_MIN_US = 0.5, 5.0
 VARIANCE_SHARE = 0.01  # of a step: a kernel under it varies unseen in the step's time
-EMPTY_DELAY_US, EMPTY_SHARE = 2.0, 0.8  # launched kernels start at once: nothing queued
 FULL_DELAY_US = 50.0
 QUEUE_FULL_MAX_HOST_WAIT = 0.2  # of the window: more, and the queue was not full throughout
 
@@ -118,8 +117,9 @@ def kernel_variance(ctx: FindingContext):
 
 def gpu_queue(ctx: FindingContext):
     """What the launch delays say, where it agrees with the primary bound: a full queue only
-    on a device-bound step, an empty one only on a launch-bound one (a queue full of work the
-    device cannot start, e.g. behind a blocking copy, is the bound's business, not this)."""
+    on a device-bound step (a queue full of work the device cannot start, e.g. behind a
+    blocking copy, is the bound's business, not this). An empty queue is the overhead-bound
+    verdict's own evidence, said in it (bounds.queue_runs_empty)."""
     found = profile_bound(ctx)
     if not ctx.on_gpu or found is None:
         return
@@ -127,25 +127,19 @@ def gpu_queue(ctx: FindingContext):
     if len(delays) < 1:
         return
     median = statistics.median(delays)
-    share_now = sum(d <= EMPTY_DELAY_US for d in delays) / len(delays)
     busy = 1.0 - ctx.metric("idle_frac")
-    evidence = {"median_launch_delay_us": median, "started_at_once": share_now, "busy_frac": busy}
-    # "The queue stays full" only where the device did not also wait long for the host.
+    evidence = {"median_launch_delay_us": median, "busy_frac": busy}
+    # "The queue stays full" only where the device did not also wait long for the host, nor
+    # sit before the trace's first recorded activity, where a delay holds what it did unseen.
     host_wait = found.bound.parts.get("host wait", 0.0)
     if median >= FULL_DELAY_US and found.bound.side == DEVICE and (
             found.bound.code != Code.DEVICE_WAIT) and (
-            host_wait < QUEUE_FULL_MAX_HOST_WAIT * found.bound.window_us):
+            host_wait < QUEUE_FULL_MAX_HOST_WAIT * found.bound.window_us) and not any(
+            unrecorded_us(s) > 0 for s in ctx.profile.steps):
         yield Finding(Code.QUEUE_FULL, Severity.INFO,
                       f"the GPU queue stays full: kernels wait a median {median:.0f} us after "
                       "their launch returns; the host runs ahead, launch overhead is hidden",
                       evidence)
-    elif share_now >= EMPTY_SHARE and found.bound.code == Code.OVERHEAD_BOUND:
-        # The evidence under the overhead-bound verdict (which says what would cut it), not a
-        # second name for it.
-        yield Finding(Code.QUEUE_EMPTY, Severity.INFO,
-                      f"the queue runs empty: {share_now:.0%} of kernels start as soon as they "
-                      f"are launched and the GPU is busy {busy:.0%} of the time: each kernel "
-                      "waits for its launch, as an overhead-bound step's do", evidence)
 
 
 def _short(name: str, limit: int = 60) -> str:
