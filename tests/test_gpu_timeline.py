@@ -9,7 +9,9 @@ import pytest
 from suites.traces.command import main
 from suites.traces.gpu_timeline import (Coverage, device_unions, named_collective, subtract,
                                        timeline, trace_timeline, union)
+from suites.traces.call_profile import CallProfile
 from suites.traces.events import Event, read_trace
+from suites.traces.steps import analyze
 from trace_builders import event, write
 
 REAL = Path(__file__).parent / "fixtures" / "real_traces"
@@ -74,6 +76,9 @@ def test_collectives_by_name_stay_computation_in_the_timeline_and_are_said(tmp_p
             "definitions, which name NCCL and RCCL kernels only, count their 0.008 ms as "
             "computation above") in out
     assert "comm_share: communication kernels run 8 us against 16 us" in out
+    # The verdict weighs it as communication (the timeline above keeps TraceLens's numbers).
+    [step] = CallProfile(analyze(read_trace(tmp_path / "m.json"))).steps
+    assert (step.window.computation_us, step.window.exposed_comm_us) == (8, 8)
     assert "(8 us of it in kernels that are collectives by their name" in out
 
 

@@ -82,6 +82,19 @@ def kind(event: Event) -> str:
 _KINDS: dict[tuple[str, str], str] = {}
 
 
+def work_kind(event: Event) -> str:
+    """kind(), but a collective by its name (NAMED_COLLECTIVE) is communication: what the
+    verdicts weigh (steps' windows), where the timeline keeps TraceLens's rule."""
+    key = (event.cat, event.name)
+    found = _WORK_KINDS.get(key)
+    if found is None:
+        found = _WORK_KINDS[key] = "communication" if named_collective(event) else kind(event)
+    return found
+
+
+_WORK_KINDS: dict[tuple[str, str], str] = {}
+
+
 def union(intervals: Intervals) -> Intervals:
     """Sorted, merged, non-overlapping."""
     merged: Intervals = []
@@ -194,13 +207,13 @@ class DeviceUnions:
     busy: Intervals  # all of them
 
 
-def _unions_by_kind(activities: list[Event]) -> dict[str, Intervals] | None:
+def _unions_by_kind(activities: list[Event], classify=kind) -> dict[str, Intervals] | None:
     """kind -> the union of its activities, merged as they come: activities in order of start
     (a trace's lists and a step's kernels are) need no interval per activity, nor a sort of
     them (for a whole trace of 1.6M kernels, 130 MB and a second). None where they are not in
     that order."""
     by_kind: dict[str, Intervals] = {"computation": [], "communication": [], "memcpy": []}
-    kinds, previous = _KINDS, float("-inf")
+    kinds, previous = (_WORK_KINDS if classify is work_kind else _KINDS), float("-inf")
     for e in activities:
         start = e.ts
         if start < previous:
@@ -208,7 +221,7 @@ def _unions_by_kind(activities: list[Event]) -> dict[str, Intervals] | None:
         previous = start
         end = start + e.dur
         found = kinds.get((e.cat, e.name))
-        merged = by_kind[found if found is not None else kind(e)]
+        merged = by_kind[found if found is not None else classify(e)]
         if merged and start <= merged[-1][1]:
             if end > merged[-1][1]:
                 merged[-1] = (merged[-1][0], end)
@@ -217,12 +230,13 @@ def _unions_by_kind(activities: list[Event]) -> dict[str, Intervals] | None:
     return by_kind
 
 
-def device_unions(activities: list[Event]) -> DeviceUnions:
-    by_kind = _unions_by_kind(activities)
+def device_unions(activities: list[Event], classify=kind) -> DeviceUnions:
+    """The activities' unions by kind (`classify`: kind, TraceLens's rule, or work_kind)."""
+    by_kind = _unions_by_kind(activities, classify)
     if by_kind is None:
         by_kind = {"computation": [], "communication": [], "memcpy": []}
         for e in activities:
-            by_kind[kind(e)].append((e.ts, e.ts + e.dur))
+            by_kind[classify(e)].append((e.ts, e.ts + e.dur))
         by_kind = {k: union(intervals) for k, intervals in by_kind.items()}
     comp, comm, copy = (by_kind[k] for k in ("computation", "communication", "memcpy"))
     return DeviceUnions(comp, comm, copy, subtract(comm, comp),

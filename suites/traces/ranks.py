@@ -33,7 +33,7 @@ from suites.traces.device_time import GPU, HOST_ONLY, device_name, on_gpu
 from suites.traces.findings import FindingContext
 from suites.traces.findings.bounds import profile_bound, verdict_label
 from suites.traces.findings.step_bound import PrimaryBound, duration, step_bound
-from suites.traces.gpu_timeline import Intervals, kind, trace_timeline, union
+from suites.traces.gpu_timeline import Intervals, trace_timeline, union, work_kind
 from suites.traces.op_kinds import is_cpu_collective
 from suites.traces.slow_rank import slowest_extra
 
@@ -122,7 +122,7 @@ def collective_intervals(profile: CallProfile) -> Intervals:
     it and return)."""
     trace = profile.analysis.trace
     if on_gpu(profile.analysis.mode):
-        return union([(k.ts, k.end) for k in trace.device if kind(k) == "communication"])
+        return union([(k.ts, k.end) for k in trace.device if work_kind(k) == "communication"])
     host = [e for e in trace.annotations + trace.cpu_ops if is_cpu_collective(e.name)]
     work = [e for e in host if e.name.startswith(BACKEND_RANGES)]
     return union([(e.ts, e.end) for e in work or host])

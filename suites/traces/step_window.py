@@ -36,7 +36,7 @@ import statistics
 from dataclasses import dataclass
 from operator import attrgetter
 
-from suites.traces.gpu_timeline import Coverage, device_unions, subtract, union
+from suites.traces.gpu_timeline import Coverage, device_unions, subtract, union, work_kind
 from suites.traces.op_kinds import is_launch_api
 from suites.traces.events import Event, starts as start_times
 
@@ -64,7 +64,7 @@ class DeviceCoverage:
 
     def __init__(self, activities: list[Event], launches: dict):
         """`launches`: correlation id -> the launch call (its first runtime or driver event)."""
-        unions = device_unions(activities)
+        unions = device_unions(activities, work_kind)  # a collective by name is one
         self.computation = Coverage(unions.computation)
         self.exposed_comm = Coverage(unions.exposed_comm)
         self.exposed_memcpy = Coverage(unions.exposed_memcpy)
