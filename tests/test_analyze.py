@@ -32,7 +32,7 @@ def test_triton_fixture_summary(capsys, tmp_path):
     assert "triton_poi_fused_add_cos_sin_0" in out and "the queue runs empty" in out
     steps = pd.read_csv(tmp_path / "steps.csv")
     assert steps["kernels"].tolist() == [1] and steps["launch_api_us"].iloc[0] == pytest.approx(47.768)
-    assert steps["verdict"].tolist() == ["host: launch"]
+    assert steps["verdict"].tolist() == ["host: Python, dispatch, launch"]
     # One 1.76 us kernel in a 1531 us step: the device waited for the host the rest of it.
     assert steps["host_wait_us"].iloc[0] + 1.76 == pytest.approx(steps["window_us"].iloc[0], abs=5)
     assert set(pd.read_csv(tmp_path / "findings.csv")["code"]) >= {"inductor_kernels",

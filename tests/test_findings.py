@@ -4,6 +4,7 @@ import pytest
 
 from suites.traces.findings import FindingContext, find_all, run_detectors
 from suites.traces.call_profile import CallProfile
+from suites.traces.command import step_rows
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, write
@@ -91,6 +92,8 @@ def test_a_sync_while_the_device_runs_earlier_work_costs_the_step_little(tmp_pat
             "wait overlapped device work and costs the step little") in late.statement
     said = found["compute_bound"].statement
     assert "690 us of it ran work launched before the trace" in said, said
+    row = step_rows(prof)[0]  # busy_frac counts the earlier work, device_us does not: said
+    assert row["earlier_work_us"] == pytest.approx(690) and row["device_us"] == 150
     # Without the earlier work, the same sync is a wait that keeps host and device apart.
     alone = codes(profile_of(events[:-1], tmp_path, name="alone.json"))["late_first_op"]
     assert alone.severity == "notice" and "keeps host and device from overlapping" in (
@@ -117,6 +120,7 @@ def test_queued_work_before_the_first_recorded_activity_is_not_called_waiting(tm
     assert said.startswith("compute-bound: computation takes 100% of the step (4 ms of a 4.01 "
                            "ms window"), said
     assert "judged in the window after its first 4.99 ms, in which work was queued" in said
+    assert step_rows(prof)[0]["unrecorded_us"] == pytest.approx(5000 - 15)
     assert not {"idle_gaps", "device_wait"} & set(found)
 
 

@@ -25,7 +25,7 @@ from suites.common.errors import ConfigError, InputError
 from suites.common.text_table import text_table
 from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.findings.codes import BOUND_CODES, Code
-from suites.traces.findings.step_bound import step_bound
+from suites.traces.findings.step_bound import cause_words, step_bound, unrecorded_us
 from suites.traces.call_profile import CallProfile
 from suites.traces.device_time import (GPU, device_name, job_line, on_gpu,
                                        unread_device_categories)
@@ -41,7 +41,8 @@ NAN = float("nan")
 # Columns of steps.csv the console leaves out (too wide for a terminal); the host's named parts
 # only where no step has any (a step's data loading is never left unsaid).
 CONSOLE_DROPS = ["queued_idle_us", "launch_delay_us", "cpu_ops"]
-DROPPED_WHEN_ZERO = ["data_loading_us", "host_collectives_us"]
+DROPPED_WHEN_ZERO = ["data_loading_us", "host_collectives_us", "earlier_work_us",
+                     "unrecorded_us"]
 
 
 def step_rows(profile: CallProfile) -> list[dict]:
@@ -61,7 +62,10 @@ def step_rows(profile: CallProfile) -> list[dict]:
             "setup_us": s.host.init_us, "data_loading_us": s.host.data_us,
             "host_collectives_us": s.host.collective_us,
             "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops,
-            "verdict": f"{bound.side}: {bound.kind}" if bound else "-",
+            # busy_frac counts the device's time on work launched before the trace, device_us
+            # does not: said, as is the stretch the verdict leaves out (unrecorded_us)
+            "earlier_work_us": s.pre_trace_us, "unrecorded_us": unrecorded_us(s),
+            "verdict": f"{bound.side}: {cause_words(bound.kind)}" if bound else "-",
         })
     return rows
 

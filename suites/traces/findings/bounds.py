@@ -169,8 +169,8 @@ def _unrecorded(step, window_us: float) -> str:
     if window_us <= 0 or unrecorded < EARLIER_SHOWN * window_us:
         return ""
     return (f"; judged in the window after its first {duration(unrecorded)}, in which work "
-            "was queued but the trace records no device activity: the device ran work the trace "
-            "does not hold (launched before the profiler started) or waited")
+            "was queued but the trace records no device activity: what the device did then "
+            "(work the trace does not hold, another process's, or a wait) it cannot tell")
 
 
 def _runner_up(b: StepBound, what: str) -> str:
