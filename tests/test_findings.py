@@ -348,3 +348,16 @@ def test_a_trace_without_steps_points_at_its_repeating_ranges(tmp_path, capsys):
     for trace in (ALEXNET_TRACE, TRITON_TRACE):
         assert main([str(trace)]) == 0
         assert "no ProfilerStep ranges" not in capsys.readouterr().out
+
+
+def test_a_host_bound_verdict_on_a_with_stack_trace_says_the_tracer_inflates_it():
+    real = ALEXNET_TRACE.parents[1] / "real_traces"
+    said = codes(CallProfile(analyze(read_trace(real / "h100_bert_small.json.gz"))))[
+        "overhead_bound"].statement
+    assert said.endswith("[recorded with_stack: 1,385 Python frames a step; tracing them adds to "
+                         "the host's time, so its share reads high: a trace without with_stack "
+                         "gives the host's own]"), said
+    # a device-bound verdict is not inflated by it
+    said = codes(CallProfile(analyze(read_trace(real / "h100_qwen1.5_0.5b.json.gz"))))[
+        "compute_bound"].statement
+    assert "with_stack" not in said

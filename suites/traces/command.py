@@ -435,7 +435,10 @@ def analyze_ranks(paths: list[Path], args) -> None:
         found = run_detectors(FindingContext(profile=r.profile, dtype=args.dtype))
         per_rank_findings += [{"rank": r.rank, **f.as_row()} for f in found]
         primary = [f for f in found if f.code in BOUND_CODES or f.code == Code.NO_VERDICT]
-        lines.append(f"  rank {r.rank} ({r.path.name}): " + across.skew_statement(r)
+        # Its own statement is one step's: named (the table's figures are over the steps).
+        shown = (f", of {r.bound.step.name}" if r.bound and not r.skew
+                 and "shown:" not in primary[0].statement else "")
+        lines.append(f"  rank {r.rank} ({r.path.name}){shown}: " + across.skew_statement(r)
                      + (primary[0].statement if primary else "no verdict")
                      + across.waiting_note(r, steps))
     lines += ["", "across ranks:"] + [f"  {line}" for line in across.findings(ranks, steps)]

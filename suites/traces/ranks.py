@@ -53,8 +53,13 @@ class Rank:
 
     @property
     def own_verdict(self) -> str:
-        """What its own trace says, the other ranks unseen."""
-        return verdict_label(self.bound.bound) if self.bound else "no verdict"
+        """What its own trace says, the other ranks unseen; a bound its steps share no more than
+        half of is said with how many (2 of 4 steps is no majority)."""
+        if not self.bound:
+            return "no verdict"
+        b = self.bound
+        label = verdict_label(b.bound)
+        return label if 2 * b.steps > b.of else f"{label} in {b.steps} of {b.of} steps"
 
     @property
     def verdict(self) -> str:
@@ -254,13 +259,18 @@ def rank_rows(ranks: list[Rank], steps: list[StepAcross]) -> list[dict]:
     gpu = any(on_gpu(r.profile.analysis.mode) for r in ranks)  # their timelines side by side
     for r in ranks:
         mine = [s for s in steps if r.rank in s.collective_us]
+        step_ms = (statistics.fmean(s.window_us[r.rank] for s in steps) / 1e3 if steps
+                   else float("nan"))
+        collectives_ms = (statistics.fmean(s.collective_us[r.rank] for s in mine) / 1e3
+                          if mine else 0.0)
+        # A rank bound on its collectives: its share as the columns beside it measure them
+        # (the collectives' own ranges, which the ranks are matched by).
+        share = (collectives_ms / step_ms if not r.skew and r.bound and mine and step_ms > 0
+                 and r.bound.bound.kind in _COLLECTIVE_KINDS else r.share)
         rows.append({
             "rank": r.rank, "trace": r.path.name, "verdict": r.verdict,
-            "share": r.share, "runner_up": r.runner_up, "own_verdict": r.own_verdict,
-            "step_ms": statistics.fmean(s.window_us[r.rank] for s in steps) / 1e3
-            if steps else float("nan"),
-            "collectives_ms": statistics.fmean(s.collective_us[r.rank] for s in mine) / 1e3
-            if mine else 0.0,
+            "share": share, "runner_up": r.runner_up, "own_verdict": r.own_verdict,
+            "step_ms": step_ms, "collectives_ms": collectives_ms,
             "waiting_for_slowest_ms": statistics.fmean(s.wait_us[r.rank] for s in mine) / 1e3
             if mine else 0.0,
             "pure_comm_ms": statistics.fmean(s.pure_us for s in mine) / 1e3 if mine else 0.0,
