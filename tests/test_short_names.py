@@ -1,5 +1,5 @@
 """Kernel names cut to a table's width: different kernels never read alike."""
-from suites.traces.short_names import short_names
+from suites.traces.short_names import plain, short_names
 
 ADD = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>,"
        " std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>)")
@@ -18,6 +18,22 @@ def test_names_that_share_their_start_show_where_they_differ():
     assert shown[4] == "short"
 
 
-def test_a_long_name_alone_is_cut_at_the_width():
+def test_a_long_name_alone_is_cut_at_the_width_without_atens_namespaces():
     [shown] = short_names([MUL], 40)
-    assert shown == MUL[:37] + "..."
+    assert plain(MUL).startswith("vectorized_elementwise_kernel<4, BinaryFunctor<float,")
+    assert shown == plain(MUL)[:37] + "..."
+
+
+def test_names_alike_past_any_cut_are_numbered():
+    a = "k" * 80 + "A" + "k" * 80
+    b = "k" * 80 + "B" + "k" * 80
+    c = "k" * 80 + "A" + "k" * 79 + "C"  # differs from a only at its very end
+    shown = short_names([a, b, c, a], 40)
+    assert len(set(shown[:3])) == 3 and shown[0] == shown[3]
+    assert all(len(s) <= 43 for s in shown)
+
+
+def test_a_sfinae_return_type_is_left_out():
+    name = ("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type "
+            "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, int)")
+    assert plain(name) == "vllm::fused_add_rms_norm_kernel<BFloat16, 8>(BFloat16*, int)"

@@ -6,8 +6,6 @@ them (torch.compile) is then the lever; said where they take most of the device'
 """
 from __future__ import annotations
 
-import re
-
 from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
@@ -18,6 +16,7 @@ from suites.traces.short_names import short_names
 
 OTHER_SHARE = 0.4  # of the device time: the small kernels say more than the GEMMs from here
 SHOWN = 2  # of the largest small kernels, named
+TABLE_ROWS = 10  # the console's kernel table (--top's default): its names are reused
 
 
 def kernel_class(row: dict) -> str:
@@ -33,14 +32,6 @@ def kernel_class(row: dict) -> str:
     if is_attention(name):
         return "attention"
     return "other"
-
-
-# Namespaces every ATen kernel's name repeats: left out where a name is quoted in a sentence.
-_NOISE = re.compile(r"^void |at::native::|\(anonymous namespace\)::|c10::")
-
-
-def _plain(name: str) -> str:
-    return _NOISE.sub("", name)
 
 
 def kernel_mix(ctx: FindingContext):
@@ -60,7 +51,10 @@ def kernel_mix(ctx: FindingContext):
     if other < OTHER_SHARE:
         return
     small = [r for r in rows if kernel_class(r) == "other"]  # kernel_rows: largest first
-    names = short_names([_plain(str(r["kernel"])) for r in small[:SHOWN]], 60)
+    # named as the kernel table names them (short_names over the same rows)
+    table = dict(zip((id(r) for r in rows[:TABLE_ROWS]),
+                     short_names([str(r["kernel"]) for r in rows[:TABLE_ROWS]])))
+    names = [table.get(id(r)) or short_names([str(r["kernel"])])[0] for r in small[:SHOWN]]
     largest = ", ".join(f"{name} {r['total_us_per_call'] / total:.0%}"
                         for name, r in zip(names, small))
     fused = sum(r["total_us_per_call"] for r in small if FUSED_KERNEL.search(str(r["kernel"])))
