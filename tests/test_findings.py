@@ -361,3 +361,17 @@ def test_a_host_bound_verdict_on_a_with_stack_trace_says_the_tracer_inflates_it(
     said = codes(CallProfile(analyze(read_trace(real / "h100_qwen1.5_0.5b.json.gz"))))[
         "compute_bound"].statement
     assert "with_stack" not in said
+
+
+def test_layout_conversions_are_not_offered_to_fusion():
+    """MI210's convolutions run NHWC kernels between batched_transpose layout conversions (15%
+    of the device's time): channels_last removes those, no fusion does."""
+    real = ALEXNET_TRACE.parents[1] / "real_traces"
+    found = codes(CallProfile(analyze(read_trace(real / "mi210_gpu_only.json.gz"))))
+    said = found["kernel_mix"].statement
+    assert said.startswith("53% of the device's time is in kernels that are neither"), said
+    assert said.endswith("Another 15% is layout conversions (batched_transpose...), which no "
+                         "fusion removes: the channels_last memory format "
+                         "(model.to(memory_format=torch.channels_last)) would"), said
+    # no ops in the trace: its host wait is late launches, not Python said from nothing
+    assert "next: host wait (late launches: no ops recorded) 11%" in found["compute_bound"].statement

@@ -65,7 +65,8 @@ def step_rows(profile: CallProfile) -> list[dict]:
             # busy_frac counts the device's time on work launched before the trace, device_us
             # does not: said, as is the stretch the verdict leaves out (unrecorded_us)
             "earlier_work_us": s.pre_trace_us, "unrecorded_us": unrecorded_us(s),
-            "verdict": f"{bound.side}: {cause_words(bound.kind)}" if bound else "-",
+            "verdict": (f"{bound.side}: {cause_words(bound.kind, s.n_cpu_ops > 0)}" if bound
+                        else "-"),
         })
     return rows
 

@@ -6,6 +6,8 @@ them (torch.compile) is then the lever; said where they take most of the device'
 """
 from __future__ import annotations
 
+import re
+
 from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
@@ -14,6 +16,11 @@ from suites.traces.occupancy import is_attention
 from suites.traces.op_kinds import FUSED_KERNEL
 from suites.traces.short_names import short_names
 
+# Layout conversions around a library's kernels (MIOpen's batched_transpose between NCHW and the
+# NHWC convolutions it runs): no fusion removes them, a memory format the library wants does.
+LAYOUT = re.compile(r"batched_transpose|nchw_?to_?nhwc|nhwc_?to_?nchw|nchw2nhwc|nhwc2nchw",
+                    re.IGNORECASE)
+LAYOUT_SHOWN = 0.05  # of the device time: said from here
 OTHER_SHARE = 0.4  # of the device time: the small kernels say more than the GEMMs from here
 SHOWN = 2  # of the largest small kernels, named
 TABLE_ROWS = 10  # the console's kernel table (--top's default): its names are reused
@@ -31,6 +38,8 @@ def kernel_class(row: dict) -> str:
         return "gemm"
     if is_attention(name):
         return "attention"
+    if LAYOUT.search(name):
+        return "layout"
     return "other"
 
 
@@ -62,10 +71,15 @@ def kernel_mix(ctx: FindingContext):
                if fused > 0 else "")
     rest = ", ".join(f"{cls} {shares[cls]:.0%}" for cls in ("gemm", "attention", "communication",
                                                            "copy") if shares.get(cls, 0) >= 0.01)
+    layout = shares.get("layout", 0.0)
+    conversions = (f". Another {layout:.0%} is layout conversions (batched_transpose...), which "
+                   "no fusion removes: the channels_last memory format "
+                   "(model.to(memory_format=torch.channels_last)) would"
+                   if layout >= LAYOUT_SHOWN else "")
     yield Finding(Code.KERNEL_MIX, Severity.NOTICE,
                   f"{other:.0%} of the device's time is in kernels that are neither GEMMs nor "
                   f"attention (elementwise ops, casts, copies, concatenation, normalisation: "
                   f"bound by memory, one op each; the largest: {largest}){already}; "
                   f"{rest.replace('gemm', 'GEMMs')}: fusing those ops (torch.compile) is the "
-                  "larger lever, they take more of the step than the GEMMs do",
+                  f"larger lever, they take more of the step than the GEMMs do{conversions}",
                   {"other_share": other, **{f"{cls}_share": v for cls, v in shares.items()}})

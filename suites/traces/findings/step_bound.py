@@ -107,10 +107,13 @@ def _host_parts(step: StepMetrics, span: float) -> tuple[dict, float]:
     return parts, rest
 
 
-def cause_words(cause: str) -> str:
+def cause_words(cause: str, ops_recorded: bool = True) -> str:
     """A host cause as prose says it: "launch" is the rest of the host's time, Python and
-    dispatch with the launch calls (a cuDNN plan built inside an op is in it too)."""
-    return "Python, dispatch, launch" if cause == "launch" else cause
+    dispatch with the launch calls (a cuDNN plan built inside an op is in it too); in a trace
+    without ops, only that the launches came late."""
+    if cause != "launch":
+        return cause
+    return "Python, dispatch, launch" if ops_recorded else "late launches: no ops recorded"
 
 
 def _largest_cause(causes: dict) -> str:
@@ -157,7 +160,8 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     if top == "host wait" and not seen_host:
         return None  # idle most, and no launch to say whether the host or something else held it
     if runner == "host wait":
-        runner_words = (f"host wait ({cause_words(_largest_cause(causes))})" if seen_host
+        runner_words = (f"host wait ({cause_words(_largest_cause(causes), step.n_cpu_ops > 0)})"
+                        if seen_host
                         else "idle (no launches recorded)")
     else:
         runner_words = runner
@@ -169,7 +173,8 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
         # launch next, not a device part of 0.1%; two causes are weighed one against the other.
         second = max((k for k in HOST_CAUSES if k != kind), key=lambda k: causes.get(k, 0.0))
         if causes.get(second, 0.0) > runner_us:
-            runner_words, runner_us = f"host wait ({cause_words(second)})", causes[second]
+            runner_words = f"host wait ({cause_words(second, step.n_cpu_ops > 0)})"
+            runner_us = causes[second]
             contest_us = causes[kind]
         return StepBound(_KIND_CODES[kind], HOST, kind, causes[kind], span,
                          {**parts, kind: causes[kind]}, runner_words, runner_us, contest_us)
