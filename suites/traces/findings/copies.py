@@ -87,6 +87,21 @@ def _pinning(steps) -> str:
     return PIN
 
 
+UPLOAD_MIN_COPIES = 4  # a model's tensors: more than a batch's input and labels
+
+
+def _before_any_kernel(profile) -> bool:
+    """Whether every copy of the steps ran before the trace's first kernel, and they are many:
+    host-to-device copies of what a model is made of, before it computes anything (AlexNet's 16
+    copies are its 8 weights and 8 biases). A step's batch (an input and its labels) is a copy
+    or two before the first kernel too: not these."""
+    device = profile.analysis.trace.device
+    first_kernel = next((a.ts for a in device if a.cat == "kernel"), None)
+    copies = [k for s in profile.steps for k in s.kernels if k.cat == "gpu_memcpy"]
+    return (first_kernel is not None and len(copies) >= UPLOAD_MIN_COPIES
+            and all(k.end <= first_kernel and "HtoD" in k.name for k in copies))
+
+
 def _copies_by_origin(profile):
     copies_us = busy_us = 0.0
     kinds: Counter = Counter()
@@ -109,7 +124,11 @@ def _copies_by_origin(profile):
     pageable = sum(us for kind, us in kinds.items() if "pageable" in kind)
     advice = (f"; {pageable / copies_us:.0%} of it from pageable host memory: "
               f"{_pinning(profile.steps)}" if pageable > 0.5 * copies_us else "")
-    yield Finding(Code.COPIES, Severity.NOTICE,
+    upload = _before_any_kernel(profile)
+    if upload:
+        advice = ("; all of it before the first kernel ran: the model moving to the device "
+                  "(model.to), one-time set-up, nothing to tune")
+    yield Finding(Code.COPIES, Severity.INFO if upload else Severity.NOTICE,
                   f"memory copies take {copies_us / busy_us:.0%} of the device's busy time "
                   f"({', '.join(f'{kind} {us / 1e3:.3g} ms' for kind, us in kinds.most_common())})"
                   f", from {', '.join(f'{name} ({us / 1e3:.3g} ms)' for name, us in top)}{advice}",
