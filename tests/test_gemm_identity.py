@@ -13,7 +13,7 @@ from suites.traces.findings import FindingContext, run_detectors
 from suites.traces.call_profile import CallProfile
 from suites.traces.gemm_names import GemmIdentity, gemm_identity
 from suites.traces.findings.gemms import kernel_label
-from suites.traces.gemm_rates import equal_flop_rates, gemm_shape
+from suites.traces.gemm_rates import element_bytes, equal_flop_rates, gemm_shape
 from suites.traces.kernel_details import COLUMNS
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
@@ -241,3 +241,18 @@ def test_kernel_columns_match_the_schema_and_old_files_still_read(tmp_path):
     frame = RunFolder(tmp_path).kernels  # no run.json: a run before versions, upgraded
     assert len(frame) == 1 and set(KERNEL_COLUMNS) <= set(frame.columns)
     assert frame["gemm_tflops"].isna().all() and frame["total_us_per_call"].iloc[0] == 2.0
+
+
+def test_a_gemms_flops_per_byte_and_bandwidth():
+    """vLLM's decode: its lm_head GEMM (M = 32 tokens) does 32 FLOP per byte it must move,
+    under any GPU's ridge point: 4.2 TB/s, memory-bound though its 134 TFLOP/s reads high."""
+    profile = CallProfile(analyze(read_trace(
+        Path(__file__).parent / "fixtures" / "real_traces" / "vllm_decode_cuda_graphs.json.gz")))
+    [row] = [r for r in profile.kernel_rows() if r.get("gemm_shapes") == "32x201088x2880"]
+    m, n, k = 32, 201088, 2880
+    assert row["gemm_flop_per_byte"] == pytest.approx(2 * m * n * k / (2 * (m * k + k * n + m * n)))
+    assert row["gemm_flop_per_byte"] == pytest.approx(31.6, abs=0.1)
+    assert row["gemm_gbps"] == pytest.approx(row["gemm_tflops"] * 1e3 / row["gemm_flop_per_byte"])
+    # A name that gives no input type: no bytes, so neither figure.
+    assert element_bytes("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1") == 2
+    assert element_bytes("my_gemm_kernel") is None

@@ -299,7 +299,8 @@ KEY = ("suite", "case_id", "variant")  # one row of measurements.csv; the other 
 # (suites/traces/kernel_details.py); empty where a kernel has none, absent from older runs.
 KERNEL_DETAIL_COLUMNS = (
     "gemm_library", "gemm_arch", "gemm_layout", "gemm_dtype", "gemm_tile", "gemm_stages",
-    "gemm_tensor_core", "gemm_shapes", "gemm_tflops", "registers_per_thread", "shared_mem_bytes",
+    "gemm_tensor_core", "gemm_shapes", "gemm_tflops", "gemm_flop_per_byte", "gemm_gbps",
+    "registers_per_thread", "shared_mem_bytes",
     "grid", "block", "blocks_per_sm", "warps_per_sm", "est_occupancy_pct",
     "theoretical_occupancy_pct", "occupancy_limit", "launch_configs")
 KERNEL_COLUMNS = KEY + ("dtype", "kernel", "kind", "calls_per_call", "total_us_per_call",

@@ -23,6 +23,7 @@ NUMBERS = {SAMPLES_CSV: ("round", "sample", "time_us"),
                         "kernel_mean_us", "wait_frac", "others_cores", "gpu_other_processes",
                         "sm_clock_ratio", "sm_clock_mhz")}
 _KERNEL_NUMBERS = ("calls_per_call", "total_us_per_call", "mean_us", "gemm_stages", "gemm_tflops",
+                   "gemm_flop_per_byte", "gemm_gbps",
                    "registers_per_thread", "shared_mem_bytes", "blocks_per_sm", "warps_per_sm",
                    "est_occupancy_pct", "theoretical_occupancy_pct", "launch_configs")
 _OPTREE_NUMBERS = ("depth", "calls_per_call", "self_us", "total_us")

@@ -241,7 +241,7 @@ TIME_COLUMNS = {"kernel": "kernel", "kind": "kind", "calls_per_call": "calls",
 GEMM_COLUMNS = {"kernel": "GEMM kernel", "gemm_library": "library", "gemm_arch": "arch",
                 "gemm_dtype": "dtype", "gemm_layout": "layout", "gemm_tile": "tile",
                 "gemm_stages": "stages", "gemm_tensor_core": "TC", "gemm_shapes": "M x N x K",
-                "gemm_tflops": "TFLOP/s"}
+                "gemm_tflops": "TFLOP/s", "gemm_flop_per_byte": "FLOP/B", "gemm_gbps": "GB/s"}
 
 
 def kernel_tables(rows: list[dict], top: int) -> list[str]:

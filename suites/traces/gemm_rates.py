@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from suites.traces.event_args import GEMM_OPS
-from suites.traces.gemm_names import is_gemm
+from suites.traces.gemm_names import gemm_identity, is_gemm
 from suites.traces.nesting import by_thread, nest
 from suites.traces.op_kinds import is_launch_api
 from suites.traces.events import RUNTIME_CATS, Event
@@ -37,6 +37,12 @@ class GemmLaunch:
     @property
     def shape_text(self) -> str:
         return "x".join(str(d) for d in self.shape)
+
+    def bytes_moved(self, element_bytes: float) -> float:
+        """The least a GEMM moves: A (M x K) and B (K x N) read once, C (M x N) written once,
+        per batch; what its rate is held to where memory, not math, bounds it."""
+        *batch, m, n, k = self.shape
+        return element_bytes * math.prod(batch) * (m * k + k * n + m * n)
 
 
 def _mnk(a, b) -> tuple | None:
@@ -120,23 +126,47 @@ def gemm_launches(steps, known_shapes=()) -> list[GemmLaunch]:
     return out
 
 
+# Bytes per element of a GEMM's input type (gemm_names' dtype; "a/b" pairs by their first).
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "tf32": 4, "bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1,
+                 "i8": 1, "mxfp4": 0.5}
+
+
+def element_bytes(kernel_name: str) -> float | None:
+    identity = gemm_identity(kernel_name)
+    dtype = identity.dtype.split("/")[0] if identity is not None else ""
+    return ELEMENT_BYTES.get(dtype)
+
+
 def rate_rows(launches: list[GemmLaunch]) -> dict[str, dict]:
-    """kernel name -> its gemm_shapes (the distinct shapes, most launched first) and
-    gemm_tflops (FLOPs over device time of the launches with known shapes)."""
+    """kernel name -> its gemm_shapes (the distinct shapes, most launched first), gemm_tflops
+    (FLOPs over device time of the launches with known shapes) and, where its name gives its
+    input type, gemm_flop_per_byte (FLOPs over the least bytes it moves: under a device's ridge
+    point memory bounds it) and gemm_gbps (those bytes over its time)."""
     flops: dict = defaultdict(float)
+    moved: dict = defaultdict(float)
     us: dict = defaultdict(float)
     shapes: dict = defaultdict(lambda: defaultdict(int))
+    sizes: dict = {}
     for g in launches:
         name = g.kernel.name
+        if name not in sizes:
+            sizes[name] = element_bytes(name)
         flops[name] += g.flops
+        if sizes[name]:
+            moved[name] += g.bytes_moved(sizes[name])
         us[name] += g.kernel.dur
         shapes[name][g.shape_text] += 1
     rows = {}
     for name in flops:
         ordered = sorted(shapes[name], key=lambda s: -shapes[name][s])
         text = ";".join(ordered[:3]) + (f";+{len(ordered) - 3} more" if len(ordered) > 3 else "")
+        time = us[name]
         rows[name] = {"gemm_shapes": text,
-                      "gemm_tflops": flops[name] / us[name] / 1e6 if us[name] > 0 else math.nan}
+                      "gemm_tflops": flops[name] / time / 1e6 if time > 0 else math.nan,
+                      "gemm_flop_per_byte": (flops[name] / moved[name] if moved[name] > 0
+                                             else math.nan),
+                      "gemm_gbps": moved[name] / time / 1e3 if time > 0 and moved[name] > 0
+                      else math.nan}
     return rows
 
 

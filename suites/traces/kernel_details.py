@@ -8,7 +8,8 @@ from suites.traces import gemm_names, occupancy
 from suites.traces.gemm_rates import rate_rows
 from suites.traces.gpu_specs import device_spec
 
-RATE_COLUMNS = {"gemm_shapes": None, "gemm_tflops": math.nan}
+RATE_COLUMNS = {"gemm_shapes": None, "gemm_tflops": math.nan, "gemm_flop_per_byte": math.nan,
+                "gemm_gbps": math.nan}
 EMPTY = {**gemm_names.EMPTY_ROW, **RATE_COLUMNS, **occupancy.EMPTY_ROW}
 COLUMNS = tuple(EMPTY)
 
