@@ -218,7 +218,7 @@ def test_gpu_queue_empty_and_full(tmp_path):
             e["ts"] = 2 + 1 + 5  # the launch returns at 8 us
     found = codes(profile_of(events, tmp_path, name="e.json"))
     # an empty queue is the overhead-bound verdict's evidence, said in it
-    assert "100% of kernels start as soon as they are launched: the queue runs empty" in (
+    assert "its one kernel starts as soon as it is launched: the queue runs empty" in (
         found["overhead_bound"].statement)
     queued = gpu_step(1, 0.0, kernels=(("k", 300.0),), host_dur=40)
     for e in queued:
@@ -238,7 +238,11 @@ def test_fixture_alexnet_findings_per_measured_step():
     profile = CallProfile(analyze(read_trace(ALEXNET_TRACE), step_pattern=r"measure\|forward"))
     assert len(profile.steps) == 1 and profile.steps[0].n_kernels == 40  # nested: once
     found = codes(profile)
-    assert "metadata_ops" in found and "overhead_bound" in found
+    # 1.44 ms of views in a 297 ms step spent allocating: too little to be a finding
+    assert "overhead_bound" in found and "metadata_ops" not in found
+    bert = codes(CallProfile(analyze(read_trace(
+        ALEXNET_TRACE.parents[1] / "real_traces" / "h100_bert_small.json.gz"))))
+    assert "metadata_ops" in bert  # 442 us of a 4.4 ms host-paced step
 
 
 def test_find_all_reads_a_rows_column_values_as_a_csv_row_gives_them(tmp_path):
@@ -375,6 +379,8 @@ def test_layout_conversions_are_not_offered_to_fusion():
     assert said.startswith("53% of the device's time is in kernels that are neither"), said
     assert said.endswith("Another 15% is layout conversions (batched_transpose...), which no "
                          "fusion removes: the channels_last memory format "
-                         "(model.to(memory_format=torch.channels_last)) would"), said
+                         "(model.to(memory_format=torch.channels_last)) would remove them, the "
+                         "library then running its NHWC kernels as they are"), said
     # no ops in the trace: its host wait is late launches, not Python said from nothing
-    assert "next: host wait (late launches: no ops recorded) 11%" in found["compute_bound"].statement
+    assert ("next: host wait (late launches, the trace recording no ops to say why) 11%"
+            in found["compute_bound"].statement)

@@ -104,7 +104,8 @@ def test_analyze_prints_and_writes_the_timeline(tmp_path, capsys):
     trace = REAL / "h100_qwen1.5_0.5b.json.gz"
     assert main([str(trace), "--csv", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "GPU timeline over 1198 device activities (TraceLens's definitions; busy 91.4%" in out
+    assert ("GPU timeline over 1198 device activities (TraceLens's definitions; busy 91.4% of the "
+            "34.89 ms from the first to the last") in out
     assert "509 device activities have no launch event" in out
     rows = pd.read_csv(tmp_path / "timeline.csv").set_index("scope")
     assert list(rows.index) == ["trace", "ProfilerStep#6", "stream 7"]

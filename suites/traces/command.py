@@ -64,7 +64,7 @@ def step_rows(profile: CallProfile) -> list[dict]:
             "launch_delay_us": s.launch_delay_us, "cpu_ops": s.n_cpu_ops,
             # busy_frac counts the device's time on work launched before the trace, device_us
             # does not: said, as is the stretch the verdict leaves out (unrecorded_us)
-            "earlier_work_us": s.pre_trace_us, "unrecorded_us": unrecorded_us(s),
+            "earlier_work_us": s.pre_trace_us, "unrecorded_us": _material(unrecorded_us(s), s),
             "verdict": (f"{bound.side}: {cause_words(bound.kind, s.n_cpu_ops > 0)}" if bound
                         else "-"),
         })
@@ -90,6 +90,12 @@ def timelines(trace, profile: CallProfile) -> list[dict]:
 
 
 MIN_REPEATS = 3  # occurrences of a range for it to stand for steps: a warm-up and one more is not
+
+
+def _material(us: float, step) -> float:
+    """A part of a step worth a column: 5% of its window or more (the verdict's own threshold
+    for saying it), else 0, which the console drops."""
+    return us if step.window_us > 0 and us >= 0.05 * step.window_us else 0.0
 
 
 def step_ranges_hint(profile: CallProfile) -> str:
@@ -160,8 +166,9 @@ def timeline_lines(rows: list[dict]) -> list[str]:
     columns = {"scope": "scope", **{c: c.removesuffix("_us").replace("_", " ") + " ms"
                                     for c in FIELDS}}
     lines = ["", f"GPU timeline over {whole['activities']} device activities (TraceLens's "
-                 f"definitions; busy {100 * whole['busy_us'] / whole['total_us']:.1f}% of "
-                 f"{whole['total_us'] / 1e3:.4g} ms):",
+                 f"definitions; busy {100 * whole['busy_us'] / whole['total_us']:.1f}% of the "
+                 f"{whole['total_us'] / 1e3:.4g} ms from the first to the last; a step's window "
+                 "below runs from its start on the host):",
              text_table(in_ms, columns)]
     if whole["unlinked_activities"]:
         lines.append(f"{whole['unlinked_activities']} device activities without a launch event "

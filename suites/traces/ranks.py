@@ -62,6 +62,13 @@ class Rank:
         return label if 2 * b.steps > b.of else f"{label} in {b.steps} of {b.of} steps"
 
     @property
+    def verdict_kind(self) -> str:
+        """The verdict without how many steps share it: what ranks are compared by."""
+        if self.skew:
+            return self.verdict
+        return verdict_label(self.bound.bound) if self.bound else "no verdict"
+
+    @property
     def verdict(self) -> str:
         """The verdict with the other ranks seen: a wait for the slowest rank is named so."""
         return f"waiting for rank {self.skew.slowest} (skew)" if self.skew else self.own_verdict
@@ -348,21 +355,21 @@ def findings(ranks: list[Rank], steps: list[StepAcross]) -> list[str]:
         if s.note:
             lines.append(f"{s.name}: {s.note}")
             break
-    verdicts = Counter(r.verdict for r in ranks)
+    verdicts = Counter(r.verdict_kind for r in ranks)
     if len(verdicts) > 1:
         (common, n_common), (_, n_next) = verdicts.most_common(2)
         if n_common > n_next:
             said = f"most ranks {common}; " + ", ".join(
-                f"rank {r.rank} {r.verdict}" for r in ranks if r.verdict != common)
+                f"rank {r.rank} {r.verdict}" for r in ranks if r.verdict_kind != common)
         else:  # no majority
             said = ", ".join(f"rank {r.rank} {r.verdict}" for r in ranks)
         waiting = [r for r in ranks if r.skew]
         if waiting:
-            why = (f" ({_ranks(waiting)} {'reads' if len(waiting) == 1 else 'read'} as bound on "
-                   f"collectives in {'its' if len(waiting) == 1 else 'their'} own trace: that "
-                   f"time is waiting; what slows rank {top} sets the job's pace)")
+            why = (f": {_ranks(waiting)} {'reads' if len(waiting) == 1 else 'read'} as bound on "
+                   f"collectives in {'its' if len(waiting) == 1 else 'their'} own trace, but "
+                   f"that time is waiting; what slows rank {top} sets the job's pace")
         elif matched and any(r.bound and r.bound.bound.kind in _COLLECTIVE_KINDS for r in ranks):
-            why = f" (a rank that waits for rank {top} reads as bound on its collectives)"
+            why = f": a rank that waits for rank {top} reads as bound on its collectives"
         else:
             why = ""
         lines.append(f"verdicts differ: {said}{why}")

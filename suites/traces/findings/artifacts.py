@@ -15,9 +15,11 @@ from suites.traces.profiler_artifacts import BY_FRAME, DEVICE_SYNCS
 from suites.traces.steps import WHOLE_TRACE
 
 MANY_STEPS = 10  # profiled steps enough to tell a once-only artifact from a per-step cost
-MANY_PRESET = "20 active steps (fusebench: profile=many)"
+MANY_PRESET = ("recording 20 active steps or more (torch.profiler's schedule active=20; "
+               "fusebench: profile=many)")
 # A flush outside every step changes no figure: named only when a reader of the trace sees it.
 FLUSH_NOTE_US, FLUSH_SHARE = 50.0, 0.02  # and its share of the median step window
+FLUSH_IN_STEP_SHARE = 0.01  # of the step that holds it: shorter, leaving it out changes nothing
 SIMILAR = 0.5  # a step's own sync at least this share of the flush's time is like it
 SHOWN_STEPS = 4
 
@@ -32,6 +34,8 @@ def profiler_flush(ctx: FindingContext):
     median = statistics.median(windows) if windows else 0.0
     if holder is None and (flush.us < FLUSH_NOTE_US or flush.us < FLUSH_SHARE * median):
         return
+    if holder is not None and flush.us < FLUSH_IN_STEP_SHARE * holder.window_us:
+        return  # left out of a step it is too short to change (18 us of a 41 s trace)
     call = flush.call
     told = ("found in its stop_trace frame" if flush.how == BY_FRAME else
             "found by its place: the trace's last device sync, nothing after it on its thread")
@@ -49,16 +53,20 @@ def profiler_flush(ctx: FindingContext):
                    "syncs as long" if similar == 0 else
                    f"but {similar} of the {len(steps)} steps sync as long themselves: those "
                    "waits are the program's")
+    elif flush.how == BY_FRAME:
+        confirm = ""  # its stop_trace frame says what it is
     else:
         confirm = (f"{MANY_PRESET} would confirm it: the flush comes once, at the end; a sync "
                    "of the program's recurs in every step")
-    # Said whenever a step held it (its figures leave it out); worth a notice only where it is
-    # long enough to change how a step reads (an 18 us flush in a 41 s trace is not).
-    worth = flush.us >= FLUSH_NOTE_US and flush.us >= FLUSH_SHARE * median
+    # A notice only where a step held it and it is long enough to change how that step reads;
+    # after the last step it is in no step's figures: information.
+    worth = (holder is not None and flush.us >= FLUSH_NOTE_US
+             and flush.us >= FLUSH_SHARE * median)
     yield Finding(Code.PROFILER_FLUSH, Severity.NOTICE if worth else Severity.INFO,
                   f"the profiler's flush, not your cost: the {duration(flush.us)} {call.name} "
                   f"{where} is torch.profiler draining the device as it stops recording "
-                  f"({told}); {counted}. {confirm[0].upper() + confirm[1:]}",
+                  f"({told}); {counted}" + (f". {confirm[0].upper() + confirm[1:]}"
+                                            if confirm else ""),
                   {"flush_us": flush.us, "step": holder.name if holder else "after the last",
                    "told_by": "frame" if flush.how == BY_FRAME else "place",
                    "steps": len(steps), "steps_syncing_as_long": similar})

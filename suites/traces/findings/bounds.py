@@ -15,7 +15,8 @@ from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, Ste
 from suites.traces.device_time import (GPU, HOST_ONLY, gpu_job_hint, kernel_us,
                                        unread_device_categories)
 from suites.traces.gpu_timeline import collective_name, kind, named_collective
-from suites.traces.op_kinds import is_alloc_api, is_copy_api, is_stream_wait_api, is_sync_api
+from suites.traces.op_kinds import (FUSED_KERNEL, is_alloc_api, is_copy_api, is_stream_wait_api,
+                                    is_sync_api)
 
 DOMINANT_SHARE = 0.5  # one kernel's share of the device time
 COMM_SHARE = 0.2  # communication's share of the busy time
@@ -94,12 +95,12 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
                         f"({p['host wait'] / b.window_us:.0%}; busy {duration(p['busy'])}"
                         f"{queue_runs_empty(ctx)}); the host's time then is Python, dispatch and "
                         f"launch calls ({b.share:.0%} of the {what}): "
-                        f"{overhead_remedy(step.n_kernels, ctx.row is not None)}")
+                        f"{overhead_remedy(ctx, step.n_kernels)}")
     words = {
         Code.COMM_BOUND: "communication-bound: collectives take",
         Code.COPY_BOUND: "copy-bound: memory copies nothing overlaps take",
-        Code.DEVICE_WAIT: "device waiting: the GPU sat idle with work queued (an event, another "
-                          "stream or device) for",
+        Code.DEVICE_WAIT: "device waiting: work was queued, yet the GPU sat idle (waiting on "
+                          "an event, another stream or device) for",
         Code.SYNC_BOUND: "sync-bound: the host blocked in synchronize calls and copies for",
         Code.DATA_BOUND: "data-loading-bound: DataLoader ranges take",
         Code.INIT_BOUND: "initialisation-bound: one-time set-up calls (context creation, device "
@@ -349,20 +350,43 @@ def queue_runs_empty(ctx: FindingContext) -> str:
     if not delays:
         return ""
     at_once = sum(d <= EMPTY_DELAY_US for d in delays) / len(delays)
-    return (f"; {at_once:.0%} of kernels start as soon as they are launched: the queue runs "
-            "empty" if at_once >= EMPTY_SHARE else "")
+    if at_once < EMPTY_SHARE:
+        return ""
+    if len(delays) == 1:
+        return "; its one kernel starts as soon as it is launched: the queue runs empty"
+    return f"; {at_once:.0%} of kernels start as soon as they are launched: the queue runs empty"
 
 
 # A GPU step that waits for its host: what cuts the host's part, by how many kernels it has.
 ADVICE_MIN_KERNELS = 10  # fewer a step: little to fuse or to capture
 
 
-def overhead_remedy(kernels_per_step: float, a_call: bool = False) -> str:
-    if kernels_per_step >= ADVICE_MIN_KERNELS or a_call:
-        return ("fewer kernels (fusion: torch.compile) or cheaper launches (CUDA graphs: "
-                "torch.compile mode=\"reduce-overhead\") would cut it")
-    return (f"with {kernels_per_step:.3g} kernel(s) a step there is little to fuse or capture: "
-            "the host's own time (Python, dispatch) is what to cut")
+def overhead_remedy(ctx: FindingContext, kernels_per_step: float) -> str:
+    """What cuts an overhead-bound GPU step's host time, said for the program the trace shows:
+    a vLLM server captures graphs unless told not to; a compiled one already fuses; ROCm's
+    graphs are HIP graphs behind torch's CUDA-graph API."""
+    if kernels_per_step < ADVICE_MIN_KERNELS and ctx.row is None:
+        return (f"with {kernels_per_step:.3g} kernel(s) a step there is little to fuse or "
+                "capture: the host's own time (Python, dispatch) is what to cut")
+    trace = ctx.profile.analysis.trace if ctx.profile is not None else None
+    graphs = ("HIP graphs, through torch's CUDA-graph API"
+              if trace is not None and any(c.name.startswith("hip") for c in trace.runtime[:50])
+              else "CUDA graphs")
+    if trace is not None and _runs_vllm(trace):
+        return (f"vLLM captures its steps as {graphs} unless run with --enforce-eager (or at "
+                "sizes past its capture sizes): capturing this one would cut it")
+    if ctx.profile is not None and any(FUSED_KERNEL.search(r["kernel"])
+                                       for r in ctx.profile.kernel_rows()):
+        return (f"torch.compile already fuses here: cheaper launches ({graphs}: "
+                "mode=\"reduce-overhead\") would cut it")
+    return (f"fewer kernels (fusion: torch.compile) or cheaper launches ({graphs}: "
+            "torch.compile mode=\"reduce-overhead\") would cut it")
+
+
+def _runs_vllm(trace) -> bool:
+    """vLLM's own ops or kernels in the trace (vllm::, _C ops of vLLM's build)."""
+    return any("vllm" in e.name.lower() for events in (trace.cpu_ops[:5000], trace.device[:5000])
+               for e in events)
 
 
 def dominant_kernel(ctx: FindingContext):

@@ -74,7 +74,8 @@ def kernel_mix(ctx: FindingContext):
     layout = shares.get("layout", 0.0)
     conversions = (f". Another {layout:.0%} is layout conversions (batched_transpose...), which "
                    "no fusion removes: the channels_last memory format "
-                   "(model.to(memory_format=torch.channels_last)) would"
+                   "(model.to(memory_format=torch.channels_last)) would remove them, the "
+                   "library then running its NHWC kernels as they are"
                    if layout >= LAYOUT_SHOWN else "")
     yield Finding(Code.KERNEL_MIX, Severity.NOTICE,
                   f"{other:.0%} of the device's time is in kernels that are neither GEMMs nor "

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from suites.traces.findings.codes import Code, Severity
+from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.core import Finding, FindingContext
-from suites.traces.findings.step_bound import duration
+from suites.traces.findings.step_bound import DEVICE, duration
 from suites.traces.op_kinds import FUSED_KERNEL, METADATA_OPS, SDPA_BACKEND_OPS
 
 # cuBLAS/CUTLASS single-precision GEMMs run on CUDA cores, not tensor cores.
@@ -22,6 +23,8 @@ def metadata_ops(ctx: FindingContext):
     if not meta:
         return
     host, runtime, setup = _metadata_host_us(ctx.profile)
+    if ctx.row is None and not _worth_saying(ctx, host):
+        return
     inside = (f" ({duration(runtime)} of it in runtime calls they made, such as cudaMalloc)"
               if runtime >= 0.05 * host and runtime > 0 else "")
     left_out = (f" (the {duration(setup)} of one-time set-up calls made inside them, CUDA's lazy "
@@ -34,6 +37,19 @@ def metadata_ops(ctx: FindingContext):
                   f"and allocations{left_out}",
                   {"ops_per_call": sum(meta.values()), "host_us": host, "runtime_us": runtime,
                    "setup_us_left_out": setup})
+
+
+METADATA_SHARE = 0.02  # of a step: less host time than this in views is no finding
+
+
+def _worth_saying(ctx: FindingContext, host_us: float) -> bool:
+    """In a trace, metadata ops are worth a word where the host sets the step's time and they
+    take a share of it (3 ms of views in a device-bound 49 ms step, or 30 ms in a 41 s one,
+    are not)."""
+    found = profile_bound(ctx)
+    if found is None or found.bound.side == DEVICE:
+        return False
+    return host_us >= METADATA_SHARE * found.bound.window_us
 
 
 def _metadata_host_us(profile) -> tuple[float, float, float]:

@@ -113,7 +113,15 @@ def cause_words(cause: str, ops_recorded: bool = True) -> str:
     without ops, only that the launches came late."""
     if cause != "launch":
         return cause
-    return "Python, dispatch, launch" if ops_recorded else "late launches: no ops recorded"
+    return ("Python, dispatch, launch" if ops_recorded else
+            "late launches, the trace recording no ops to say why")
+
+
+def _cause_said(cause: str, step: StepMetrics) -> str:
+    """A host cause as a runner-up says it: the program's own code by its range's name."""
+    if cause == "host code" and step.host_code_names:
+        return f"host code: {step.host_code_names[0]}"
+    return cause_words(cause, step.n_cpu_ops > 0)
 
 
 def _largest_cause(causes: dict) -> str:
@@ -160,8 +168,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
     if top == "host wait" and not seen_host:
         return None  # idle most, and no launch to say whether the host or something else held it
     if runner == "host wait":
-        runner_words = (f"host wait ({cause_words(_largest_cause(causes), step.n_cpu_ops > 0)})"
-                        if seen_host
+        runner_words = (f"host wait ({_cause_said(_largest_cause(causes), step)})" if seen_host
                         else "idle (no launches recorded)")
     else:
         runner_words = runner
@@ -173,7 +180,7 @@ def step_bound(step: StepMetrics, mode: str) -> StepBound | None:
         # launch next, not a device part of 0.1%; two causes are weighed one against the other.
         second = max((k for k in HOST_CAUSES if k != kind), key=lambda k: causes.get(k, 0.0))
         if causes.get(second, 0.0) > runner_us:
-            runner_words = f"host wait ({cause_words(second, step.n_cpu_ops > 0)})"
+            runner_words = f"host wait ({_cause_said(second, step)})"
             runner_us = causes[second]
             contest_us = causes[kind]
         return StepBound(_KIND_CODES[kind], HOST, kind, causes[kind], span,
