@@ -58,7 +58,7 @@ def test_real_traces_verdicts(capsys):
             # Its first 7.8 ms the device ran nothing the trace holds, with work queued (work
             # launched before the profiler started, or a wait): judged without that stretch,
             # not called idle; busy 95% of the rest.
-            assert "computation takes 95% of the step" in first, first
+            assert "GPU-bound: kernels run 95% of the step" in first, first
             assert "judged in the window after its first 7.83 ms" in first, first
             assert "idle_gaps" not in out
 
@@ -69,8 +69,8 @@ def test_the_mode_line_names_an_unnamed_device_and_the_job(capsys):
     _, out, _ = run(capsys, real / "vllm_decode_cuda_graphs.json.gz")
     assert "on an AMD GPU of compute version 9.4, 304 CUs (MI300X?); 1 step(s)\n" in out
     _, out, _ = run(capsys, real / "b200_eager.json.gz")
-    assert ("on NVIDIA B200; 1 step(s); rank 0 of 8 (nccl): one rank's trace (a folder of every "
-            "rank's compares them)") in out
+    assert ("on NVIDIA B200; 1 step(s); rank 0 of 8 (nccl): pass a folder holding every rank's "
+            "trace to compare the ranks") in out
     _, out, _ = run(capsys, real / "h100_bert_small.json.gz")
     assert "on NVIDIA H100 80GB HBM3; 1 step(s)\n" in out  # no distributedInfo: no job
 

@@ -117,8 +117,8 @@ def test_queued_work_before_the_first_recorded_activity_is_not_called_waiting(tm
     said = found["compute_bound"].statement
     # The window runs from the op's start (0) to the last kernel's end (9000 us); 15 us of
     # host wait before the first launch returned; the 4.99 ms after it are left out.
-    assert said.startswith("compute-bound: computation takes 100% of the step (4 ms of a 4.01 "
-                           "ms window"), said
+    assert said.startswith("GPU-bound: kernels run 100% of the step (4 ms of a 4.01 ms window, "
+                           "TraceLens's 'computation'"), said
     assert "judged in the window after its first 4.99 ms, in which work was queued" in said
     assert step_rows(prof)[0]["unrecorded_us"] == pytest.approx(5000 - 15)
     assert not {"idle_gaps", "device_wait"} & set(found)
@@ -376,11 +376,16 @@ def test_layout_conversions_are_not_offered_to_fusion():
     real = ALEXNET_TRACE.parents[1] / "real_traces"
     found = codes(CallProfile(analyze(read_trace(real / "mi210_gpu_only.json.gz"))))
     said = found["kernel_mix"].statement
-    assert said.startswith("53% of the device's time is in kernels that are neither"), said
+    # MIOpen's own zero-fill and cast around its convolutions (SubTensorOp, 9%) are the
+    # library's, out of fusion's reach too
+    assert said.startswith("43% of the device's time is in kernels that are neither"), said
+    assert "GEMMs 32%, library helpers 9%" in said, said
     assert said.endswith("Another 15% is layout conversions (batched_transpose...), which no "
                          "fusion removes: the channels_last memory format "
                          "(model.to(memory_format=torch.channels_last)) would remove them, the "
-                         "library then running its NHWC kernels as they are"), said
+                         "library then running its NHWC kernels as they are (on ROCm, with "
+                         "PYTORCH_MIOPEN_SUGGEST_NHWC=1, and PYTORCH_MIOPEN_SUGGEST_NHWC_BATCHNORM=1 "
+                         "for batch norm)"), said
     # no ops in the trace: its host wait is late launches, not Python said from nothing
     assert ("next: host wait (late launches, the trace recording no ops to say why) 11%"
             in found["compute_bound"].statement)

@@ -96,7 +96,8 @@ def test_the_flush_in_a_step_whose_end_was_written_late():
     prof = real(GPU / "a100_triton_pointwise.json.gz")
     [step] = prof.steps
     assert step.flush_us == pytest.approx(16.846) and step.blocking_us == 0.0
-    assert Code.PROFILER_FLUSH in findings(prof)
+    # left out of the step's figures, but 1% of its 1.5 ms: too little to be a finding
+    assert Code.PROFILER_FLUSH not in findings(prof)
     alexnet = real(GPU / "a100_alexnet_fp32.json.gz")
     [whole] = alexnet.steps
     assert whole.flush_us == pytest.approx(18.0)

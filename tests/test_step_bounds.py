@@ -86,7 +86,7 @@ def test_a_slow_host_is_overhead_bound_and_the_queue_empty(tmp_path):
     # The verdict says what would cut it. 4 kernels a step: no fusion or CUDA-graph advice, the
     # host's own time is what to cut.
     said = found[Code.OVERHEAD_BOUND].statement
-    assert "with 4 kernel(s) a step there is little to fuse or capture" in said, said
+    assert "with 4 kernels a step there is little to fuse or capture" in said, said
     many = findings(profile(gpu_trace(kernel_us=0.5, kernels=12), tmp_path, "many.json"))
     said = many[Code.OVERHEAD_BOUND].statement
     assert ("fewer kernels (fusion: torch.compile) or cheaper launches (CUDA graphs" in said), said
@@ -411,7 +411,7 @@ def test_windows_never_overlap_and_work_from_before_the_trace_stays_out(tmp_path
 def test_a_fragment_says_its_verdict_rests_on_little(tmp_path):
     found = findings(profile(gpu_trace(steps=2, kernel_us=2.0), tmp_path))  # 30-odd events
     said = found[Code.OVERHEAD_BOUND].statement
-    assert said.endswith("activities in the trace, a fragment]") and "[low confidence: " in said
+    assert said.endswith("device activities), a fragment]") and "[low confidence: " in said
     big = findings(profile(gpu_trace(steps=40, kernel_us=2.0), tmp_path, "big.json"))
     assert "low confidence" not in big[Code.OVERHEAD_BOUND].statement
 

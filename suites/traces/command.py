@@ -167,8 +167,9 @@ def timeline_lines(rows: list[dict]) -> list[str]:
                                     for c in FIELDS}}
     lines = ["", f"GPU timeline over {whole['activities']} device activities (TraceLens's "
                  f"definitions; busy {100 * whole['busy_us'] / whole['total_us']:.1f}% of the "
-                 f"{whole['total_us'] / 1e3:.4g} ms from the first to the last; a step's window "
-                 "below runs from its start on the host):",
+                 f"{whole['total_us'] / 1e3:.4g} ms from the first to the last; a step's row "
+                 "here spans its first to last device activity, the per-step table's window "
+                 "runs from its start on the host):",
              text_table(in_ms, columns)]
     if whole["unlinked_activities"]:
         lines.append(f"{whole['unlinked_activities']} device activities without a launch event "
@@ -190,7 +191,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
     lines = [f"trace: {path} ({trace.n_events} events, read in {seconds[0]:.1f} s, analysed in "
              f"{seconds[1]:.1f} s)",
              f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"
-             + (f"; {job}: one rank's trace (a folder of every rank's compares them)"
+             + (f"; {job}: pass a folder holding every rank's trace to compare the ranks"
                 if job else "")]
     for why, count in trace.skipped.items():
         device = trace.skipped_device.get(why)

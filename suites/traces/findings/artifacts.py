@@ -19,7 +19,8 @@ MANY_PRESET = ("recording 20 active steps or more (torch.profiler's schedule act
                "fusebench: profile=many)")
 # A flush outside every step changes no figure: named only when a reader of the trace sees it.
 FLUSH_NOTE_US, FLUSH_SHARE = 50.0, 0.02  # and its share of the median step window
-FLUSH_IN_STEP_SHARE = 0.01  # of the step that holds it: shorter, leaving it out changes nothing
+FLUSH_IN_STEP_SHARE = 0.05  # of the step that holds it: shorter, leaving it out changes little
+BUFFER_GAP_SHARE = 0.05  # of the steps with gaps: under it, information
 SIMILAR = 0.5  # a step's own sync at least this share of the flush's time is like it
 SHOWN_STEPS = 4
 
@@ -95,7 +96,10 @@ def buffer_request_gaps(ctx: FindingContext):
         confirm = (f"{MANY_PRESET} would show whether it recurs: a buffer request's gap lies "
                    "in a few steps, a gap of the program's own in every step")
     one = gaps == 1
-    yield Finding(Code.PROFILER_BUFFER_GAPS, Severity.NOTICE,
+    # a notice where the gaps are a share of the steps' time worth a look; else information
+    windows = sum(s.window_us for s in hit)
+    worth = windows > 0 and idle >= BUFFER_GAP_SHARE * windows
+    yield Finding(Code.PROFILER_BUFFER_GAPS, Severity.NOTICE if worth else Severity.INFO,
                   f"profiler artifact: {gaps} idle stretch{'' if one else 'es'} of the device "
                   f"({duration(idle)}) overlap{'s' if one else ''} the profiler's "
                   f"{len(requests)} Activity Buffer Request{'' if len(requests) == 1 else 's'} "

@@ -46,9 +46,17 @@ HEADLINES = {Code.OVERHEAD_BOUND: "overhead-bound", Code.COMPUTE_BOUND: "compute
 _NAMED_KINDS = ("CPU compute", "CPU collectives", "allocation")
 
 
+# A GPU trace's step bound on its kernels (TraceLens's "computation": every kernel that is not
+# a collective or a copy) is bound by the device, not necessarily by its FLOPs: its kernels may be
+# bound by memory (kernel_mix, the GEMM table's FLOP/B say which).
+GPU_BOUND = "GPU-bound"
+
+
 def verdict_label(b: StepBound) -> str:
-    """A bound in a few words, as its statement names it: "overhead-bound",
+    """A bound in a few words, as its statement names it: "overhead-bound", "GPU-bound",
     "communication-bound (CPU collectives)"."""
+    if b.code == Code.COMPUTE_BOUND and b.kind == "computation":
+        return GPU_BOUND
     return HEADLINES[b.code] + (f" ({b.kind})" if b.kind in _NAMED_KINDS else "")
 
 
@@ -74,6 +82,11 @@ def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
         if not ctx.on_gpu:
             return b.code, (f"compute-bound: {work} takes {b.share:.0%} of the {what} "
                             f"({duration(b.us)} of a {duration(b.window_us)} window)")
+        if ctx.row is None:  # a trace: its kernels' time, whatever bounds each kernel
+            return b.code, (f"{GPU_BOUND}: kernels run {b.share:.0%} of the {what} "
+                            f"({duration(b.us)} of a {duration(b.window_us)} window, TraceLens's "
+                            f"'computation'; the device is busy {busy / b.window_us:.0%})"
+                            f"{_earlier_work(step, b.window_us)}")
         return b.code, (f"compute-bound: computation takes {b.share:.0%} of the {what} "
                         f"({duration(b.us)} of a {duration(b.window_us)} window; the device is "
                         f"busy {busy / b.window_us:.0%}){_earlier_work(step, b.window_us)}")
@@ -129,12 +142,19 @@ def _held_stream(step) -> str:
     first = next(c for c in step.runtime if is_stream_wait_api(c.name))
     at = first.ts - (step.call.ts if step.call is not None else step.window.start)
     recorded = any(EVENT_RECORD.search(c.name) and c.ts < first.ts for c in step.runtime)
-    source = ("an event recorded earlier in the step" if recorded else
-              "an event no call of the step records: another stream's, another host thread's, "
-              "an earlier step's or another process's work")
+    if recorded:
+        source = "an event recorded earlier in the step"
+    elif first.name.startswith("hip"):  # Kineto's ROCm tracer leaves hipEventRecord out
+        source = ("an event whose recording a ROCm trace does not show (Kineto leaves "
+                  "hipEventRecord out): another stream's, another host thread's or an earlier "
+                  "step's work")
+    else:
+        source = ("an event no call of the step records: another stream's, another host "
+                  "thread's or an earlier step's work")
     blocked = _longest(step, Code.SYNC_BOUND).removeprefix("; the longest: ")
     return (f", behind a {first.name} ({duration(at)} into the step: torch's wait_stream or "
-            f"wait_event) on {source}; find what records it. The host blocked "
+            f"wait_event) on {source}: find the wait in the code and what it waits on. The "
+            f"host blocked "
             f"{duration(step.blocking_us)} behind that wait"
             + (f" (the longest: {blocked})" if blocked else ""))
 
@@ -195,7 +215,9 @@ def _longest(step, code: Code) -> str:
         return ""
     top = max(calls, key=lambda c: c.dur)
     inside = f" inside {top.op}" if top.op else ""
-    return f"; the longest: {top.name}{inside}, {duration(top.dur)}"
+    first = (" (the first runtime call: it pays for creating the context)"
+             if code == Code.INIT_BOUND and step.runtime and top is step.runtime[0] else "")
+    return f"; the longest: {top.name}{inside}, {duration(top.dur)}{first}"
 
 
 # A trace's verdict rests on thin evidence below these: most device activities unlinked (placed
@@ -222,7 +244,8 @@ def thin_evidence(ctx: FindingContext) -> str:
     trace = analysis.trace
     kept = len(trace.cpu_ops) + len(trace.annotations) + len(trace.runtime) + len(device)
     if kept < THIN_EVENTS:  # what was read, exact copies and bad events aside
-        return (f"only {kept} ops, ranges, runtime calls and activities in the trace, "
+        return (f"only {kept} events in the trace (ops, ranges, runtime calls, device "
+                "activities), "
                 "a fragment")
     return ""
 
@@ -366,8 +389,9 @@ def overhead_remedy(ctx: FindingContext, kernels_per_step: float) -> str:
     a vLLM server captures graphs unless told not to; a compiled one already fuses; ROCm's
     graphs are HIP graphs behind torch's CUDA-graph API."""
     if kernels_per_step < ADVICE_MIN_KERNELS and ctx.row is None:
-        return (f"with {kernels_per_step:.3g} kernel(s) a step there is little to fuse or "
-                "capture: the host's own time (Python, dispatch) is what to cut")
+        few = "one kernel" if kernels_per_step == 1 else f"{kernels_per_step:.3g} kernels"
+        return (f"with {few} a step there is little to fuse or capture: the host's own time "
+                "(Python, dispatch) is what to cut")
     trace = ctx.profile.analysis.trace if ctx.profile is not None else None
     graphs = ("HIP graphs, through torch's CUDA-graph API"
               if trace is not None and any(c.name.startswith("hip") for c in trace.runtime[:50])

@@ -20,6 +20,9 @@ from suites.traces.short_names import short_names
 # NHWC convolutions it runs): no fusion removes them, a memory format the library wants does.
 LAYOUT = re.compile(r"batched_transpose|nchw_?to_?nhwc|nhwc_?to_?nchw|nchw2nhwc|nhwc2nchw",
                     re.IGNORECASE)
+# A convolution library's own steps around its kernels (MIOpen's zero-fill and cast after a
+# split-K convolution): part of the library's work, which no fusion of the program's ops reaches.
+LIBRARY_HELPER = re.compile(r"^SubTensorOp", re.IGNORECASE)
 LAYOUT_SHOWN = 0.05  # of the device time: said from here
 OTHER_SHARE = 0.4  # of the device time: the small kernels say more than the GEMMs from here
 SHOWN = 2  # of the largest small kernels, named
@@ -40,6 +43,8 @@ def kernel_class(row: dict) -> str:
         return "attention"
     if LAYOUT.search(name):
         return "layout"
+    if LIBRARY_HELPER.search(name):
+        return "library helpers"
     return "other"
 
 
@@ -70,12 +75,16 @@ def kernel_mix(ctx: FindingContext):
     already = (f"; {fused / total:.0%} of the device time is in kernels Inductor already fused"
                if fused > 0 else "")
     rest = ", ".join(f"{cls} {shares[cls]:.0%}" for cls in ("gemm", "attention", "communication",
-                                                           "copy") if shares.get(cls, 0) >= 0.01)
+                                                           "copy", "library helpers")
+                     if shares.get(cls, 0) >= 0.01)
     layout = shares.get("layout", 0.0)
+    rocm = any(c.name.startswith("hip") for c in ctx.profile.analysis.trace.runtime[:50])
     conversions = (f". Another {layout:.0%} is layout conversions (batched_transpose...), which "
                    "no fusion removes: the channels_last memory format "
                    "(model.to(memory_format=torch.channels_last)) would remove them, the "
                    "library then running its NHWC kernels as they are"
+                   + (" (on ROCm, with PYTORCH_MIOPEN_SUGGEST_NHWC=1, and "
+                      "PYTORCH_MIOPEN_SUGGEST_NHWC_BATCHNORM=1 for batch norm)" if rocm else "")
                    if layout >= LAYOUT_SHOWN else "")
     yield Finding(Code.KERNEL_MIX, Severity.NOTICE,
                   f"{other:.0%} of the device's time is in kernels that are neither GEMMs nor "
