@@ -58,7 +58,7 @@ CATALOG: dict[str, tuple[str, str]] = {
     Code.TENSOR_CORES_UNUSED: ("fp32 GEMMs on SIMT kernels (sgemm): tensor cores unused",
                                "matmul"),
     Code.SDPA_BACKEND: ("which scaled_dot_product_attention backend ran", "attention"),
-    Code.KERNEL_MIX: ("a compute-bound trace whose device time is mostly small kernels "
+    Code.KERNEL_MIX: ("a GPU-bound trace whose device time is mostly small kernels "
                       "(elementwise, copies, normalisation), not GEMMs: fusion is the lever",
                       "mlp"),
     Code.INDUCTOR_KERNELS: ("Inductor's own fused kernels (triton_poi_fused_*, cpp_fused_*) "
