@@ -49,9 +49,9 @@ def collective_name(name: str) -> bool:
 
 
 def named_collective(event: Event) -> bool:
-    """A kernel that is a collective by its name, which TraceLens's rule does not count so."""
-    return (event.cat in COMM_CATS and not COMM.search(event.name)
-            and bool(NAMED_COLLECTIVE.search(event.name)))
+    """A kernel that is a collective by its name, which TraceLens's rule does not count so
+    (asked of every kernel of a trace: by the cached kinds, not a regular expression each)."""
+    return work_kind(event) == "communication" and kind(event) != "communication"
 ROCM_COPY = re.compile(r"^(MEMORY_COPY|__amd_rocclr_copyBuffer)")
 # MTIA's device activities: its copies are its DMA transfers (named dma..., as HTA groups them).
 MTIA = "mtia_ccp_events"
@@ -88,7 +88,9 @@ def work_kind(event: Event) -> str:
     key = (event.cat, event.name)
     found = _WORK_KINDS.get(key)
     if found is None:
-        found = _WORK_KINDS[key] = "communication" if named_collective(event) else kind(event)
+        by_name = (event.cat in COMM_CATS and not COMM.search(event.name)
+                   and NAMED_COLLECTIVE.search(event.name))
+        found = _WORK_KINDS[key] = "communication" if by_name else kind(event)
     return found
 
 
