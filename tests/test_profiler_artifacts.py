@@ -17,7 +17,7 @@ import pytest
 
 from suites.config.group_choices import check_group_choices
 from suites.traces.findings import FindingContext, run_detectors
-from suites.traces.findings.bounds import _longest_gap
+from suites.traces.findings.standouts import _longest_gap
 from suites.traces.findings.codes import Code
 from suites.traces.findings.step_bound import step_bound
 from suites.traces.call_profile import CallProfile

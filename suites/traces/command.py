@@ -24,6 +24,7 @@ from suites.common import cli
 from suites.common.errors import ConfigError, InputError
 from suites.common.text_table import text_table
 from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.bounds import EARLIER_SHOWN
 from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.findings.step_bound import cause_words, step_bound, unrecorded_us
 from suites.traces.call_profile import CallProfile
@@ -93,9 +94,9 @@ MIN_REPEATS = 3  # occurrences of a range for it to stand for steps: a warm-up a
 
 
 def _material(us: float, step) -> float:
-    """A part of a step worth a column: 5% of its window or more (the verdict's own threshold
-    for saying it), else 0, which the console drops."""
-    return us if step.window_us > 0 and us >= 0.05 * step.window_us else 0.0
+    """A part of a step worth a column: as much of its window as the verdict says it from, else
+    0, which the console drops."""
+    return us if step.window_us > 0 and us >= EARLIER_SHOWN * step.window_us else 0.0
 
 
 def step_ranges_hint(profile: CallProfile) -> str:

@@ -82,6 +82,12 @@ def device_name(meta: dict) -> str:
     return name or unnamed_device(first)
 
 
+def on_rocm(trace: Trace) -> bool:
+    """Whether the trace's runtime calls are HIP's (hipLaunchKernel...): advice then names ROCm's
+    forms (HIP graphs, MIOpen's switches)."""
+    return any(c.name.startswith("hip") for c in trace.runtime[:50])
+
+
 def job_line(meta: dict) -> str:
     """The process's place in a distributed job, from the trace's distributedInfo: "rank 0 of 8
     (nccl)"; "" for a job of one process, or where the trace does not say."""

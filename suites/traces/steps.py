@@ -16,16 +16,16 @@ import statistics
 from array import array
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import takewhile
 from operator import attrgetter
 
+from suites.traces.before_trace import first_recorded_start, launched_before
 from suites.traces.device_time import HOST_ONLY, kernel_us, on_gpu, trace_mode
 from suites.traces.gpu_timeline import Coverage, union
 from suites.traces.host_parts import HostClassifier, HostParts, names_by_time
 from suites.traces.host_wait import split_host_wait
 from suites.traces.nesting import by_thread
 from suites.traces.op_kinds import (COPY_WRAPPERS, STEP_PREFIX, is_copy_api, is_cpu_kernel,
-                                    is_launch_api, is_stream_wait_api, is_sync_api)
+                                    is_launch_api, is_sync_api)
 from suites.traces.profiler_artifacts import (Flush, buffer_requests, find_flush, idle_overlap,
                                               request_intervals)
 from suites.traces.step_window import DeviceCoverage, DeviceWindow, window_bounds
@@ -293,11 +293,11 @@ def analyze(trace: Trace, label: str | None = None,
     trace_end = max((end for end in ends if end is not None), default=None)
     calls = [(step, _clipped(_call_range(trace, step, label), trace_end))
              for step in find_steps(trace, step_pattern)]
-    pre_trace, placed = _before_the_trace(unlinked, trace.runtime)
+    pre_trace, placed = launched_before(unlinked, trace.runtime)
     by_time = _by_time(placed, [call for _, call in calls]) if gpu else {}
     coverage = DeviceCoverage(trace.device, launches) if gpu else None
     earlier = Coverage(union([(a.ts, a.end) for a in pre_trace])) if pre_trace else None
-    first_recorded = _first_recorded(trace)
+    first_recorded = first_recorded_start(trace)
     del launches  # 40 MB for a 1 GB trace, not needed by the steps below
     flush = find_flush(trace, [step for step, _ in calls if _closed(step, trace_end)])
     requests = buffer_requests(trace)
@@ -340,39 +340,6 @@ def analyze(trace: Trace, label: str | None = None,
     return TraceAnalysis(trace, mode, steps, max(0, outside) if gpu else 0,
                          len(unlinked) if gpu else 0, origins, flush, requests,
                          len(pre_trace) if gpu else 0, processes, classifier)
-
-
-def _first_recorded(trace: Trace) -> float:
-    """The start of the trace's first device activity, before which queued work that does not
-    start may have waited behind work the trace does not hold (StepMetrics.unrecorded_us); -inf
-    where a stream's wait for an event comes first: the trace then shows what held the queue."""
-    if not trace.device:
-        return float("-inf")
-    first = trace.device[0].ts  # sorted by start
-    before = takewhile(lambda c: c.ts < first, trace.runtime)  # sorted by start too
-    if any(is_stream_wait_api(c.name) for c in before):
-        return float("-inf")
-    return first
-
-
-def _before_the_trace(unlinked: list[Event], runtime: list[Event]
-                      ) -> tuple[list[Event], list[Event]]:
-    """(the activities without a launch in the trace that were launched before it began, the
-    rest). Such an activity started before the trace's first launch call, or carries a
-    correlation id below every launch call's: the profiler and the runtime number launches in
-    order, so a smaller id was launched earlier (the previous step's work, still running when
-    the profiler started: on the Qwen traces, 509 kernels that run through the sync at the top
-    of the first recorded step)."""
-    if not runtime or not unlinked:
-        return [], unlinked
-    first_launch = runtime[0].ts  # sorted by start
-    first_id = min((c.corr for c in runtime if c.corr is not None and c.corr > 0), default=None)
-    before, after = [], []
-    for a in unlinked:
-        early = a.ts < first_launch or (first_id is not None and a.corr is not None
-                                        and 0 < a.corr < first_id)
-        (before if early else after).append(a)
-    return before, after
 
 
 def split_first_op_gap(analysis: TraceAnalysis, step: StepMetrics) -> tuple[dict, dict]:

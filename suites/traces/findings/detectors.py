@@ -6,7 +6,7 @@ from typing import Callable, Iterable
 from suites.traces.findings import (artifacts, bounds, compiled, copies, devices, fusion,
                                     kernels, timeline)
 from suites.traces.findings import tree as op_trees
-from suites.traces.findings import gemms, kernel_mix, occupancy
+from suites.traces.findings import gemms, kernel_mix, occupancy, standouts
 from suites.traces.findings.core import (Finding, FindingContext, Row, column_value, is_ok,
                                          step_failed)
 from suites.traces.call_profile import CallProfile
@@ -15,8 +15,8 @@ from suites.results.columns import KEY
 Detector = Callable[[FindingContext], Iterable[Finding]]
 
 DETECTORS: tuple[Detector, ...] = (
-    bounds.bound, bounds.dominant_kernel, bounds.comm_share, bounds.idle_gaps,
-    bounds.one_time_setup,
+    bounds.bound, standouts.dominant_kernel, standouts.comm_share, standouts.idle_gaps,
+    standouts.one_time_setup,
     artifacts.profiler_flush, artifacts.buffer_request_gaps,
     compiled.compile_host_overhead, compiled.recompile,
     copies.hidden_copy,

@@ -11,6 +11,7 @@ import re
 from suites.traces.findings.bounds import profile_bound
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
+from suites.traces.device_time import on_rocm
 from suites.traces.gpu_timeline import collective_name
 from suites.traces.occupancy import is_attention
 from suites.traces.op_kinds import FUSED_KERNEL
@@ -78,7 +79,7 @@ def kernel_mix(ctx: FindingContext):
                                                            "copy", "library helpers")
                      if shares.get(cls, 0) >= 0.01)
     layout = shares.get("layout", 0.0)
-    rocm = any(c.name.startswith("hip") for c in ctx.profile.analysis.trace.runtime[:50])
+    rocm = on_rocm(ctx.profile.analysis.trace)
     conversions = (f". Another {layout:.0%} is layout conversions (batched_transpose...), which "
                    "no fusion removes: the channels_last memory format "
                    "(model.to(memory_format=torch.channels_last)) would remove them, the "
