@@ -24,10 +24,12 @@ from suites.config.compose import CONF_DIR, CONFIG_NAME, register_resolvers, res
 from suites.config.folder_lock import FolderTaken, own
 from suites.config.run_folder import check_run_dir, fail, job_resume, note_existing
 from suites.config.run_spec import build_run_spec
-from suites.harness.runner import run
+from suites.harness.runner import after_the_answer, run
 from suites.harness.stopping import Interrupted, stop_on_signals
 from suites.results.journal import disk_full
-from suites.reports.run.build import write_report
+from suites.reports.run.answer import answer_section
+from suites.reports.run.audit import audit
+from suites.reports.run.build import REPORT_MD, write_report
 from suites.reports.run.summary import summary_table
 
 
@@ -72,8 +74,15 @@ def main(cfg: DictConfig) -> None:
             raise
         outcome.disk_full(full, spec, out_dir, sys.argv[1:])
     print(summary_table(result.frame, result.env))
-    print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report}")
+    print("\n" + "\n".join(answer_section((out_dir / REPORT_MD).read_text())))
+    print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report} "
+          f"(the answer as text: {out_dir / REPORT_MD})")
     print(f"run folder: {out_dir}")
+    audited = audit(out_dir)  # every statement of the run's pages against the others
+    print("\n".join(audited.lines()) + ("" if audited.found else
+                                           f" (python -m suites.report --check {out_dir})"),
+          flush=True)
+    after_the_answer(result)  # the Triton counters: after the answer, never before it
 
 
 def cli() -> None:

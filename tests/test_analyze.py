@@ -15,7 +15,11 @@ from suites.tools.trace_speed import write_trace
 from suites.harness.case_run import measure
 from suites.harness.profile_pass import ProfileSpec
 from specs import run_spec
-from trace_builders import ALEXNET_TRACE, TRITON_TRACE
+from suites.common.audit import every_number_finite, finite
+from suites.traces.event_times import FAR_START, PAST_THE_CLOCK
+from suites.traces.events import TraceFormatError, read_trace
+from suites.traces.steps import analyze
+from trace_builders import ALEXNET_TRACE, TRITON_TRACE, load, write
 
 
 def run(capsys, *argv):
@@ -186,8 +190,9 @@ def test_malformed_events_are_skipped_and_counted(tmp_path, capsys):
 
 
 def test_a_duration_longer_than_the_trace_is_left_out_and_said(tmp_path, capsys):
-    """1e308 us in a trace of a few hundred us: left out and counted, never a 300-digit sum;
-    the steps and the other kernels read as without it."""
+    """1e12 us in a trace of a few hundred us, and 1e308 us (past any clock): left out and
+    counted, each by its reason, never a 300-digit sum; the steps and the other kernels read as
+    without them."""
     from trace_builders import event, gpu_step, write
 
     events = gpu_step(0, 0.0) + gpu_step(1, 100.0, corr_base=200)
@@ -196,12 +201,69 @@ def test_a_duration_longer_than_the_trace_is_left_out_and_said(tmp_path, capsys)
     path = write({"traceEvents": events}, tmp_path / "long.json")
     assert main([str(path), "--csv", str(tmp_path / "csv")]) == 0
     out = capsys.readouterr().out
-    assert ("2 events skipped: a duration longer than the trace (over 1000 times the span of "
-            "its events' start times) (1 of them device activities") in out
-    assert max(len(word) for word in out.split()) < 100 and "k_bad" not in out
+    assert ("1 events skipped: a duration longer than the trace (over 1000 times the span of "
+            "its events' start times); the first: aten::bad") in out
+    assert f"1 events skipped: {PAST_THE_CLOCK} (1 of them device activities" in out
+    # the bad kernel is named where it is said to be left out, and nowhere else
+    assert max(len(word) for word in out.split()) < 100
+    assert [line.endswith("the first: k_bad") for line in out.splitlines() if "k_bad" in line] \
+        == [True]
     steps = pd.read_csv(tmp_path / "csv" / "steps.csv")
     assert steps["step"].tolist() == ["ProfilerStep#0", "ProfilerStep#1"]
     assert steps["kernels"].tolist() == [1, 1] and steps["device_us"].tolist() == [5.0, 5.0]
+
+
+CPU_TRACES = Path(__file__).parent / "fixtures" / "cpu_traces"
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|\binf\b", re.I)
+
+
+def test_impossible_times_are_left_out_counted_named_and_never_stated(tmp_path, capsys):
+    """An op starting at 1e308 us and a step lasting 1e302 s, in a real CPU trace: past 2**53 us
+    no clock writes a time. Both left out and counted, the first named; the other steps read as
+    without them, and no figure on the page is infinite or absurd (audit.finite)."""
+    doc = load(CPU_TRACES / "cpu_sdpa_math_fp32.json.gz")
+    events = doc["traceEvents"]
+    op = next(e for e in events if e.get("name") == "aten::bmm")
+    step = next(e for e in events if e.get("name") == "ProfilerStep#3")
+    op["ts"], step["dur"] = 1e308, 1e308
+    first = next(e["name"] for e in events if e is op or e is step)
+    path = write(doc, tmp_path / "t.json")
+    assert main([str(path), "--label", "sdpa", "--csv", str(tmp_path / "csv")]) == 0
+    out = capsys.readouterr().out
+    assert f"note: 2 events skipped: {PAST_THE_CLOCK}; the first: {first}" in out
+    assert every_number_finite(NUMBER.findall(out)), [n for n in NUMBER.findall(out)
+                                                      if not finite(n)]
+    steps = pd.read_csv(tmp_path / "csv" / "steps.csv")
+    assert steps["step"].tolist() == ["ProfilerStep#2", "ProfilerStep#4"]
+    assert steps["kernels"].min() >= 20 and every_number_finite(steps.select_dtypes("number")
+                                                                .to_numpy().ravel())
+    findings = pd.read_csv(tmp_path / "csv" / "findings.csv")
+    assert every_number_finite(NUMBER.findall(" ".join(findings["statement"])))
+
+
+def test_a_start_far_from_the_trace_is_left_out_counted_and_named(tmp_path, capsys):
+    """A zeroed timestamp in a trace of 8 ms whose clock reads 5.5e12 us: without step ranges
+    the trace is one step, and that op would stretch it to 63 days."""
+    doc = load(CPU_TRACES / "cpu_sdpa_math_fp32.json.gz")
+    events = [e for e in doc["traceEvents"] if not str(e.get("name")).startswith("ProfilerStep")]
+    next(e for e in events if e.get("name") == "aten::tril")["ts"] = 0.0
+    path = write({**doc, "traceEvents": events}, tmp_path / "t.json")
+    assert main([str(path), "--csv", str(tmp_path / "csv")]) == 0
+    out = capsys.readouterr().out
+    assert f"note: 1 events skipped: {FAR_START}; the first: aten::tril" in out
+    [host_us] = pd.read_csv(tmp_path / "csv" / "steps.csv")["host_us"]
+    assert host_us < 1e5  # the trace's 8 ms, not 63 days
+
+
+@pytest.mark.parametrize("dur", [1e308, 1e12])  # past the clock; 11.6 days in a 0.3 s trace
+def test_a_trace_whose_every_event_is_impossible_is_an_error_naming_it(tmp_path, dur):
+    doc = load(CPU_TRACES / "cpu_sdpa_math_fp32.json.gz")
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X":
+            e["dur"] = dur
+    path = write(doc, tmp_path / "all.json")
+    with pytest.raises(TraceFormatError, match=re.escape(str(path))):
+        analyze(read_trace(path))
 
 
 def test_entries_that_are_not_objects_are_counted(tmp_path, capsys):

@@ -13,6 +13,8 @@ from kernels import registry
 from kernels.base import Case
 from suites.harness.case_run import measure
 from suites.results.columns import Status
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.codes import BOUND_CODES, Code
 from specs import PROFILE, run_spec
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -74,6 +76,18 @@ def test_sdpa_row_records_the_backend_that_ran(tmp_path):
     row = _measure("sdpa", tmp_path).row
     assert row.status in ("ok", "noisy") and row.profile.backend  # on this CPU: flash
     assert _measure("sdpa_math", tmp_path).row.profile.backend == "math"
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="a CPU's SDPA backends")
+@pytest.mark.parametrize("variant", ["sdpa", "sdpa_flash", "sdpa_math"])
+def test_sdpa_rows_on_a_cpu_have_kernels_device_time_and_a_bound(variant, tmp_path):
+    """A CPU's SDPA is CPU work, its flash backend (the _for_cpu kernel) as the math one: the
+    row counts its compute ops and their time as the eager rows do, and gets a CPU bound."""
+    outcome = _measure(variant, tmp_path)
+    assert outcome.row.profile.n_kernels > 0 and outcome.row.profile.device_us > 0
+    found = {f.code for f in run_detectors(FindingContext(profile=outcome.profile))}
+    assert len(found & set(BOUND_CODES)) == 1
+    assert Code.NO_VERDICT not in found and Code.FAT_LEAF_OP not in found
 
 
 def _backend_runs(backend, case: Case) -> bool:

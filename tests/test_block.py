@@ -6,6 +6,11 @@ import torch
 from kernels import block, registry
 from kernels.base import Case
 from kernels.triton import runtime as triton_runtime
+from specs import PROFILE, run_spec
+from suites.harness.case_run import measure
+from suites.results.columns import Status
+from suites.traces.findings import FindingContext, run_detectors
+from suites.traces.findings.codes import BOUND_CODES, Code
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 OP = block.DecoderBlockOp()  # a fresh instance: the registered one is not needed here
@@ -24,6 +29,21 @@ def _refill(inputs, case, seed):
     with torch.no_grad():
         for name, fresh in _inputs(case, seed).items():
             inputs[name].copy_(fresh)
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="a CPU's SDPA inside the block")
+def test_the_eager_block_on_a_cpu_gets_its_bound(tmp_path):
+    """The eager block calls F.scaled_dot_product_attention: on a CPU its _for_cpu kernel is
+    CPU work, so the row has kernels, device time and one bound, never "not profiled"."""
+    case = _case()
+    spec = run_spec(tmp_path, case, ["eager"], profile=PROFILE)
+    outcome = measure(registry.get_op("block"), registry.get_variant("block", "eager"), case,
+                      spec)
+    assert outcome.row.status in (Status.OK, Status.NOISY), outcome.row.reason
+    assert outcome.profile.analysis.mode == "cpu"
+    assert outcome.row.profile.n_kernels > 0 and outcome.row.profile.device_us > 0
+    found = {f.code for f in run_detectors(FindingContext(profile=outcome.profile))}
+    assert len(found & set(BOUND_CODES)) == 1 and Code.NO_VERDICT not in found
 
 
 def test_flops_model():

@@ -80,12 +80,18 @@ def test_the_crossover_is_interpolated_in_log_space():
     assert math.isnan(x) and where == "from the smallest shape (s)"
 
 
+def _paired(speedup, low, high):
+    return {"speedup": speedup, "speedup_low": low, "speedup_high": high}
+
+
 def test_break_even_counts_calls_and_says_never():
     rows = pd.DataFrame([
         _row("mlp", {"T": 8}, "eager", "eager", 100.0),
-        _row("mlp", {"T": 8}, "compile", "compile", 120.0, compile_ms=5.0),
+        _row("mlp", {"T": 8}, "compile", "compile", 120.0, compile_ms=5.0,
+             **_paired(0.83, 0.8, 0.86)),
         _row("mlp", {"T": 64}, "eager", "eager", 100.0),
-        _row("mlp", {"T": 64}, "compile", "compile", 60.0, compile_ms=2.0),
+        _row("mlp", {"T": 64}, "compile", "compile", 60.0, compile_ms=2.0,
+             **_paired(1.67, 1.6, 1.7)),
         _row("mlp", {"T": 128}, "eager", "eager", 100.0),
         _row("mlp", {"T": 128}, "compile", "compile", 1.0, status="skipped"),
     ]).assign(choice="")  # as loaded: the mlp has no categorical parameter
@@ -99,6 +105,26 @@ def test_break_even_counts_calls_and_says_never():
     assert sentence == ("compile (fp32) pays for itself after 50 calls at T64-fp32; never at the smallest "
                         "shape (T8-fp32, slower per call); it pays off at 1 of 2 shapes; not "
                         "measured at 1 shape(s) (compile skipped)")
+
+
+def test_break_even_is_the_reports_rule_a_saving_inside_the_interval_repays_nothing():
+    """Issue 36: collect said "pays for itself after 19 calls at M2048 ... it pays off at 2 of
+    6 shapes" beside its own row "inconclusive, 1.04x (0.796-1.35)", while the run report on the
+    same folder said "repays it at 0 of 6 cases". One rule: faster by the interval, or no count."""
+    from suites.reports.run import answer
+
+    rows = pd.DataFrame([
+        _row("matmul_add", {"M": 2048}, "eager", "eager", 100.0),
+        _row("matmul_add", {"M": 2048}, "compile", "compile", 96.0, compile_ms=1.0,
+             **_paired(1.04, 0.796, 1.35)),
+    ]).assign(choice="")
+    table = breakeven_table(rows, "matmul_add", "eager")
+    assert table["calls"].isna().all() and table["change"].tolist() == ["inconclusive"]
+    assert "it pays off at 0 of 1 shapes" not in sentences(table)[0]  # one shape: said alone
+    assert "does not pay for itself at M2048-fp32" in sentences(table)[0]
+    name = answer.case_namer(rows, "M", ["M"])
+    line = answer._breakeven(rows[rows["variant"] == "compile"], rows, "eager", name)
+    assert line.endswith("it repays it at 0 of 1 cases")
 
 
 def test_the_closest_shape_is_the_smallest_log_distance():
@@ -248,8 +274,10 @@ def test_a_categorical_parameter_splits_fits_and_break_even(tmp_path, capsys):
             shape = {"T": T, "D": 8, "norm": norm}
             extra = {"case_id": f"T{T}-D8-{norm}-fp32", "flops": 7.0 * T * 8}
             rows.append(_row("norm", shape, "eager", "eager", scale * (5 + T / 100), **extra))
+            speedup = (5 + T / 100) / (4 + T / 200)  # faster, by a tight paired interval
             rows.append(_row("norm", shape, "compile", "compile", scale * (4 + T / 200),
-                             compile_ms=1.0, **extra))
+                             compile_ms=1.0, **_paired(speedup, speedup * 0.99, speedup * 1.01),
+                             **extra))
     _write_run(tmp_path / "runs" / "r", "norm", rows)
     _collect(tmp_path / "runs", tmp_path / "out", capsys)
     fits = pd.read_csv(tmp_path / "out" / "fits.csv", keep_default_na=False)

@@ -114,7 +114,7 @@ def write_run(folder: Path, rows, commit="abc1234", seed=0, n_rounds=5, spread=0
     """rows: (case_id, variant, status, reason, median_us); rounds.csv's clean rounds for ok rows
     (with `mean_us` when `mean`: 2% above the median, as a skewed call distribution puts it)."""
     folder.mkdir(parents=True)
-    records, round_rows = [], []
+    records, round_rows, sample_rows = [], [], []
     for i, (case_id, variant, status, reason, median) in enumerate(rows):
         records.append(dict(suite="matmul_add", op="matmul_add", case_id=case_id, variant=variant,
                             dtype="float32", status=status, reason=reason,
@@ -125,8 +125,12 @@ def write_run(folder: Path, rows, commit="abc1234", seed=0, n_rounds=5, spread=0
                                        round=r, position=0, n_samples=12, median_us=level,
                                        **({"mean_us": level * 1.02} if mean else {}),
                                        state="clean", reason=""))
+                sample_rows += [dict(suite="matmul_add", case_id=case_id, variant=variant,
+                                     round=r, sample=s, time_us=level) for s in range(3)]
     pd.DataFrame(records).to_csv(folder / "measurements.csv", index=False)
     pd.DataFrame(round_rows).to_csv(folder / "rounds.csv", index=False)
+    pd.DataFrame(sample_rows, columns=["suite", "case_id", "variant", "round", "sample",
+                                       "time_us"]).to_csv(folder / "samples.csv", index=False)
     env = {"created": "2026-01-01T10:00:00", "fusebench_commit": commit, "torch": "2.13.0+cpu",
            "device": device, "cpu": "Test CPU", "threads": threads, "suite": "matmul_add",
            "timing": {"preset": preset}}
@@ -178,8 +182,9 @@ def test_every_row_is_listed_with_its_verdict(two_runs, tmp_path, capsys):
     assert got[("M256", "eager")].verdict == "only in B"
     assert list(frame.columns) == ["suite", "case_id", "variant", "dtype", "a_us",
                                    "b_us", "ratio", "ci_low", "ci_high", "eq_low",
-                                   "eq_high", "verdict", "mde", "drift_sd", "n_a", "n_b",
-                                   "status_a", "status_b", "note"]
+                                   "eq_high", "verdict", "held", "mde", "drift_sd", "floor",
+                                   "n_a", "n_b", "status_a", "status_b", "note"]
+    assert (frame["floor"] == FLOOR).all() and frame["held"].isna().all()
     for name in OUTPUTS:
         assert (out / name).is_file(), name
     assert (out / "compare.png").stat().st_size > 15_000  # a real plot, not an empty canvas
@@ -192,7 +197,7 @@ def test_every_row_is_listed_with_its_verdict(two_runs, tmp_path, capsys):
     assert "data:image/png;base64," in html and "bbbbbbb" in html and "equivalent" in html
     stdout = capsys.readouterr().out
     assert "| M16 | eager |" in stdout
-    assert stdout.strip().endswith(f"compare folder: {out}")
+    assert stdout.strip().splitlines()[-2] == f"compare folder: {out}"
     assert "floor: 5% (equivalent: the 90% interval" in stdout
     assert "round figure: median_us of rounds.csv" in stdout
     assert "drift: given: 1.0%" in stdout
@@ -232,7 +237,7 @@ def test_a_variant_in_two_states_is_never_called_faster_or_slower(tmp_path):
     rounds_b.assign(mean_us=figures, median_us=figures).to_csv(b / "rounds.csv", index=False)
     assert main([str(a), str(b), "--out", str(tmp_path / "states")]) == 0
     row = pd.read_csv(tmp_path / "states" / "compare.csv").iloc[0]
-    assert row["verdict"] == "inconclusive"
+    assert row["verdict"] == "inconclusive" and row["held"] == "two_states"
     assert row["note"].startswith("would read faster, but the variant runs in two states of its "
                                   "own (B: 4 of 10 rounds 2.72x slower)"), row["note"]
 
@@ -404,7 +409,8 @@ def test_default_output_folder_is_under_results_compare(two_runs, tmp_path, monk
     assert main([str(a), str(b)]) == 0
     (made,) = (tmp_path / "results" / "compare").iterdir()
     assert {p.name for p in made.iterdir()} == set(OUTPUTS)
-    assert capsys.readouterr().out.strip().endswith(str(Path("results") / "compare" / made.name))
+    folder_line = capsys.readouterr().out.strip().splitlines()[-2]
+    assert folder_line.endswith(str(Path("results") / "compare" / made.name))
 
 
 def test_a_row_in_two_runs_of_one_side_is_an_error(two_runs, tmp_path, capsys):
@@ -484,3 +490,62 @@ def test_a_case_whose_every_variant_moved_together_is_said_so(tmp_path, capsys):
     assert "(eager, addmm): the whole case ran at another speed in one run" in said
     assert said in (tmp_path / "out" / "compare.md").read_text()
     assert "M64 (matmul_add)" not in out
+
+
+# --- loose ends: the summary once, runs that share no row, folders that lack a file ----------
+
+def test_the_summary_is_printed_once_and_the_audit_of_the_outputs_last(two_runs, tmp_path,
+                                                                       capsys):
+    from suites.reports.compare.audit import audit
+    a, b = two_runs
+    out = tmp_path / "out"
+    assert main([str(a), str(b), "--out", str(out), "--drift-sd", "0.01"]) == 0
+    stdout = capsys.readouterr().out.splitlines()
+    md = (out / "compare.md").read_text().splitlines()
+    summary = [line[2:] for line in md if line.startswith("- ") and not line.startswith("- **")]
+    assert len(summary) >= 4 and all(stdout.count(line) == 1 for line in summary)
+    checked = audit(out)
+    assert checked.found == () and checked.tested > 0
+    assert stdout[-1] == checked.lines()[0]
+
+
+def test_runs_that_share_no_row_are_refused_in_one_line(tmp_path, capsys):
+    a = write_run(tmp_path / "a", [("M64", "eager", "ok", "", 100.0)])
+    b = write_run(tmp_path / "b", [("M128", "eager", "ok", "", 100.0)], seed=1)
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("fusebench: error: ") and captured.err.count("\n") == 1
+    assert str(a) in captured.err and str(b) in captured.err
+    assert not (tmp_path / "out").exists()
+
+
+V0 = ROOT / "tests" / "fixtures" / "run_folders" / "schema_v0"
+GAPS = {"no_samples": (lambda f: (f / "samples.csv").unlink(), {"median_us", "p10_us", "p90_us"}),
+        "env_not_json": (lambda f: (f / "env.json").write_text('{"device": "cp'),
+                         {"peaks", "machine", "threads"}),
+        "env_not_object": (lambda f: (f / "env.json").write_text("[1, 2]"),
+                           {"peaks", "machine", "threads"})}
+
+
+@pytest.mark.parametrize("code", list(GAPS))
+def test_a_folder_lacking_samples_or_with_a_corrupt_env_is_said_by_compare_and_the_report(
+        tmp_path, capsys, code):
+    """What the folder lacks is the reader's (a code, and the keys it leaves unknown); compare's
+    console, compare.md and compare.html and the run report each say its line."""
+    import html
+    from suites.reports.run.build import write_report
+    from suites.results.reader import RunFolder
+    assert RunFolder(V0).gaps == ()
+    damage, unknown = GAPS[code]
+    folder = shutil.copytree(V0, tmp_path / "run")
+    damage(folder)
+    (gap,) = RunFolder(folder).gaps
+    assert gap.code == code and unknown <= set(gap.unknown)
+    assert main([str(V0), str(folder), "--out", str(tmp_path / "out")]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert f"B: {gap.line}" in said
+    assert not [line for line in said if line.startswith("warning:")]  # unknown, not different
+    assert gap.line in (tmp_path / "out" / "compare.md").read_text()
+    assert html.escape(gap.line) in (tmp_path / "out" / "compare.html").read_text()
+    assert html.escape(gap.line) in write_report(folder).read_text()

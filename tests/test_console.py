@@ -1,12 +1,15 @@
 """The console: the time left on progress lines, reasons cut at a word, and the commands from any
 folder. (No empty run_suite.log in a run folder: tests/test_end_to_end.py, on its tiny run.)"""
 import io
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from kernels import registry
@@ -15,6 +18,7 @@ from suites.harness.progress import (DETAIL_CHARS, CaseWork, Progress, case_cost
                                      time_left)
 from suites.results.row import ResultRow
 from suites.common.text import ELLIPSIS, cut
+from test_end_to_end import ROOT, assert_finished
 
 HEADER = re.compile(r"^\[ *\d+- *\d+/\d+(?:, (?P<eta>[\d:]+) left"
                     r"(?: \+ (?P<again>\d+) re-measures?)?)?\] (?P<case>\S+)$")
@@ -176,3 +180,113 @@ def test_the_commands_work_from_any_folder(tmp_path):
                            "device=cpu"], cwd=tmp_path, env=outside_env(), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "name: norm" in done.stdout, done.stderr[-2000:]
+
+
+
+def test_the_quick_start_says_how_to_reach_the_installed_commands():
+    """`make` puts fusebench-* in .venv/bin, which is on no one's PATH: the README's quick start
+    names both ways to them, the path and the venv activated."""
+    quick = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    for way in (".venv/bin/fusebench-run", "source .venv/bin/activate"):
+        assert way in quick, way
+    named = set(re.findall(r"`(fusebench-[a-z]+)`", quick))
+    assert named == {"fusebench-run", "fusebench-report", "fusebench-compare",
+                     "fusebench-collect", "fusebench-analyze"}, named
+    assert all((Path(sys.executable).parent / name).exists() for name in named)
+
+# --- the printed command that finishes a stopped run, from any folder ---------------------------
+
+# Loaded at start-up (a sitecustomize on PYTHONPATH) by the run under test, whichever command
+# starts it: once the first case's rows are in the journal, a SIGINT, as a user's Ctrl-C. The
+# run stops after that case and prints the command that finishes it.
+STOP_AFTER_FIRST_CASE = """
+import os, signal
+from suites.results import journal
+append, sent = journal.append, []
+
+def append_then_stop(path, frame):
+    append(path, frame)
+    if path.name == journal.MEASUREMENTS_CSV and not sent:
+        sent.append(os.kill(os.getpid(), signal.SIGINT))
+
+journal.append = append_then_stop
+"""
+TWO_CASES = ["device=cpu", "timing=quick", "calibrate=false", "profile=off",
+             "suite.sizes=[16,24]", "suite.variants=[eager,addmm]", "suite.dtypes=[float32]"]
+
+
+def _stopped_after_one_case(tmp_path, started_as):
+    """Start a run of two cases as a user would (`python run_suite.py` in the clone, with a
+    run folder given absolute; or the installed `fusebench-run` in a folder of its own, with
+    a relative one); it stops after the first. Its folder and its last stderr line."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(STOP_AFTER_FIRST_CASE)
+    env = {**outside_env(), "PYTHONPATH": str(hook), "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)
+    if started_as == "script":
+        cwd, folder, given = ROOT, tmp_path / "run", str(tmp_path / "run")
+        command = [sys.executable, "run_suite.py"]
+    else:
+        cwd = tmp_path / "start"
+        cwd.mkdir()
+        folder, given = cwd / "run", "run"
+        command = [str(Path(sys.executable).parent / "fusebench-run")]
+    done = subprocess.run([*command, *TWO_CASES, f"hydra.run.dir={given}"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 130, (done.returncode, done.stderr[-3000:])
+    return folder, done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("started_as", ["script", "installed"])
+def test_the_printed_command_finishes_a_stopped_run_from_another_folder(tmp_path, started_as):
+    """What a stopped run prints is pasted in another folder, in a shell without the venv on
+    PATH: it names this interpreter and run_suite.py by absolute paths, and the folder too."""
+    folder, last = _stopped_after_one_case(tmp_path, started_as)
+    assert "interrupted by SIGINT: 2 of 4 rows" in last, last
+    printed = last.split("to finish it: ", 1)[1]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in outside_env().items() if k != "TRITON_INTERPRET"}
+    env["PATH"] = "/usr/bin:/bin"  # no venv on it: the pasted command needs none
+    done = subprocess.run(printed, shell=True, cwd=elsewhere, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert_finished(done, folder)
+    assert len(pd.read_csv(folder / "measurements.csv")) == 4
+    assert list(elsewhere.iterdir()) == []  # the run finished in its folder, nothing here
+    words = shlex.split(printed)
+    assert words[:2] == [sys.executable, str(ROOT / "run_suite.py")], words
+    assert words[-2:] == ["resume=true", f"hydra.run.dir={folder}"], words
+
+
+# --- no line of torch's own on the console ------------------------------------------------------
+
+# Every case probed for memory (memory_probe.py: on a CPU, under torch.profiler), as the largest
+# default cases are on any machine; loaded at start-up as above.
+PROBE_EVERY_CASE = """
+from suites.harness import memory_probe
+memory_probe.QUICK_SHARE = 0.0
+"""
+
+
+def test_a_profiled_run_with_memory_probes_prints_no_usdt_line(tmp_path):
+    """Kineto writes `USDT: ... profiler_start` / `profiler_stop` to file descriptor 2 at every
+    profiler session; the run's own sessions (profile pass, launch floor, memory probe) hold
+    them back, so a run's console holds none."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(PROBE_EVERY_CASE)
+    env = {**outside_env(), "PYTHONPATH": str(hook), "PYTHONUNBUFFERED": "1"}
+    env.pop("TRITON_INTERPRET", None)
+    folder = tmp_path / "run"
+    done = subprocess.run([sys.executable, str(ROOT / "run_suite.py"), "device=cpu",
+                           "timing=quick", "calibrate=false", "suite.sizes=[16]",
+                           "suite.variants=[eager,addmm]", "suite.dtypes=[float32]",
+                           f"hydra.run.dir={folder}"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert_finished(done, folder)
+    env_json = json.loads((folder / "env.json").read_text())
+    assert [p["case"] for p in env_json["memory_probes"]] == ["M16-N16-K16-fp32"]
+    assert (folder / "traces").is_dir()  # profiled too
+    usdt = [line for line in (done.stdout + done.stderr).splitlines() if "USDT:" in line]
+    assert usdt == [], usdt

@@ -41,7 +41,7 @@ def finish_args(text):
     return words[program + 1:]
 
 
-def assert_finished(result, *folders):
+def assert_finished(result, *folders, allow=()):
     """A run that finished exits 0, or 1 exactly when a row is not a result (failed, incorrect,
     or noisy: on a busy machine that happens), and its last line says which."""
     rows = pd.concat([pd.read_csv(Path(f) / "measurements.csv") for f in folders])
@@ -50,6 +50,25 @@ def assert_finished(result, *folders):
     assert result.returncode == int(bad.any()), (result.returncode, result.stderr[-3000:])
     assert last.startswith("fusebench: ") and (f"{bad.sum()} of {len(rows)} rows are not results"
                                                in last if bad.any() else "ok or skipped" in last)
+    assert_audited(result, allow)
+
+
+AUDIT_LINE = re.compile(r"^audit of run folder (.+?): (\d+) contradictions? in (\d+) statement",
+                        re.M)
+
+
+def assert_audited(result, allow=()):
+    """Every sweep a test makes is audited (issue 36): each run audits its own pages at its end,
+    in its own environment (a user's block on its PYTHONPATH), and prints the count; none may
+    find a statement that contradicts another or the numbers it rests on (but the checks in
+    `allow`, each contradiction printed on a line `  [check] ...`)."""
+    found = AUDIT_LINE.findall(result.stdout)
+    assert found, result.stdout[-2000:]
+    assert all(f[2] != "0" for f in found), found
+    named = re.findall(r"^  \[(\w+)\]", result.stdout, re.M)
+    assert sum(int(f[1]) for f in found) == len(named)
+    bad = [check for check in named if check not in allow]
+    assert not bad, result.stdout[result.stdout.index("audit of run folder"):][:4000]
 
 
 def test_every_file_is_written(tiny_run):

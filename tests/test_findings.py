@@ -1,13 +1,16 @@
 """Findings on synthetic events (each detector's signal, and its absence) and on the real A100
 fixtures where they carry the signal."""
+from pathlib import Path
+
 import pytest
 
 from suites.traces.findings import FindingContext, find_all, run_detectors
+from suites.traces.findings.codes import BOUND_CODES, Code
 from suites.traces.call_profile import CallProfile
 from suites.traces.command import step_rows
 from suites.traces.steps import analyze
 from suites.traces.events import read_trace
-from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, write
+from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, load, write
 
 
 def profile_of(events, tmp_path, label="call", name="t.json"):
@@ -243,6 +246,32 @@ def test_fixture_alexnet_findings_per_measured_step():
     bert = codes(CallProfile(analyze(read_trace(
         ALEXNET_TRACE.parents[1] / "real_traces" / "h100_bert_small.json.gz"))))
     assert "metadata_ops" in bert  # 442 us of a 4.4 ms host-paced step
+
+
+CPU_TRACES = Path(__file__).parent / "fixtures" / "cpu_traces"
+
+
+@pytest.mark.parametrize("name", ["cpu_sdpa_flash_fp32", "cpu_sdpa_flash_bf16_train",
+                                  "cpu_sdpa_math_fp32"])
+def test_cpu_attention_gets_a_cpu_bound_and_no_fat_leaf(name):
+    """A CPU's SDPA, any backend: one bound as any CPU trace gets, its kernels and device time;
+    an op's self time there is its computation, never host work inside a library call."""
+    profile = CallProfile(analyze(read_trace(CPU_TRACES / f"{name}.json.gz"), label="sdpa"))
+    found = codes(profile)
+    assert [c for c in found if c in BOUND_CODES] in ([Code.COMPUTE_BOUND],
+                                                      [Code.OVERHEAD_BOUND])
+    assert Code.NO_VERDICT not in found and Code.FAT_LEAF_OP not in found
+    assert profile.metrics()["n_kernels"] > 0 and profile.metrics()["device_us"] > 0
+
+
+def test_fat_leaf_never_reads_a_cpu_kernel_as_host_work(tmp_path):
+    """In a trace that shows a device (a category of its this tool does not read), an op that
+    names its CPU kernel still computes: its self time is not plan selection."""
+    doc = load(CPU_TRACES / "cpu_sdpa_flash_fp32.json.gz")
+    doc["traceEvents"].append(event("range", "cuda_profiler_range", 0, 1))
+    profile = CallProfile(analyze(read_trace(write(doc, tmp_path / "t.json")), label="sdpa"))
+    assert profile.analysis.mode == "host-only"
+    assert Code.FAT_LEAF_OP not in codes(profile)
 
 
 def test_find_all_reads_a_rows_column_values_as_a_csv_row_gives_them(tmp_path):

@@ -203,6 +203,10 @@ def test_busy_machine_warning(monkeypatch):
     assert environment.busy_machine_warning(2, "cuda", others=0.9) is None
     assert environment.busy_machine_warning(2, "cpu", others=0.1) is None
     assert environment.busy_machine_warning(1, "cpu", others=0.9) is None
+    # Already one thread: the remedy is a quiet machine, not timing.threads=1 (issue 36); and
+    # no machine has more cores busy than it has.
+    alone = environment.busy_machine_warning(1, "cpu", others=2.5)
+    assert "timing.threads=1" not in alone and "1 thread:" in alone and "2.5" not in alone
     others = environment.cores_used_by_others(0.05)
     assert others is None or 0.0 <= others <= 2.0 + 1e-9
 

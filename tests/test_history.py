@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from suites.reports.history import command, loading, series, thresholds
+from suites.reports.history import audit, command, loading, series, thresholds
 
 FIXTURE = Path(__file__).parent / "fixtures" / "history_rounds"
 CASE = "M256-N256-K256-fp32"
@@ -101,9 +101,14 @@ def set_env(run: Path, **values) -> None:
 
 
 def history_of(root: Path, *flags, capsys=None) -> tuple[int, dict, Path]:
+    """The command on `root`, its regressions.json, its folder; and what it wrote audited:
+    every history a test makes has no contradiction (suites/reports/history/audit.py)."""
     out = root / "history"
     code = command.main([str(root), "--out", str(out), *flags])
     report = json.loads((out / "regressions.json").read_text()) if code != 2 else {}
+    if code != 2:
+        found = audit.audit(out).found
+        assert not found, [c.line() for c in found]
     return code, report, out
 
 

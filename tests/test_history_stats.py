@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from suites.reports.history.changepoints import Point, find_changes, pelt
-from suites.reports.history.gate import counter_changes, gate
+from suites.reports.history.gate import counter_changes, gate, level_began, practical
 from suites.tools import history_bench
 
 
@@ -125,6 +125,25 @@ def test_gate_with_identical_baseline():
     mostly = [100.0] * 8 + [103.0, 97.0, 102.0]
     result = gate(mostly + [120.0])
     assert result.state == "regressed" and math.isfinite(result.z)
+
+
+def test_where_a_flagged_level_began_by_the_gate_s_own_reading():
+    """The gate flags the newest run; the runs before it that it flags alike against the same
+    baseline began the level; one it calls out by one threshold alone (here 5.4% slower, within
+    the spread) may or may not be at it: the change lies between."""
+    flat = [99.0, 101.0] * 6 + [100.0]
+    alone = flat + [130.0]
+    assert level_began(alone, gate(alone)) == (13, 13)
+    two = flat + [130.0, 130.0]
+    assert level_began(two, gate(two)) == (13, 13)
+    unsure = flat + [106.5, 130.0, 130.0]
+    assert gate(unsure).state == "regressed"
+    assert level_began(unsure, gate(unsure)) == (13, 14)
+
+
+def test_the_practical_threshold_is_symmetric_in_logs():
+    assert practical(1.06, 0.05) == "regressed" and practical(1 / 1.06, 0.05) == "improved"
+    assert practical(1.04, 0.05) == practical(1 / 1.04, 0.05) == "stable"
 
 
 def test_counters_compared_exactly():

@@ -77,10 +77,14 @@ def test_the_floor_probe_measures_the_eager_floor_quickly_and_names_its_method()
     assert eager["blocks"] * eager["calls_per_block"] * eager["us"] < 0.5e6
     assert "x.add_(1)" in eager["method"] and "median" in eager["method"]
     assert "no Triton kernel" in floors["triton_launch"]["skipped"]
+    # What the profiler adds to a recorded op: the profile guard's allowance (profile_guard.py).
+    profiler = floors["profiler_op"]
+    assert profiler["us"] >= profiler["extra_us"] >= 0 and "torch.profiler" in profiler["method"]
+    assert "skipped" in launch_floor.measure_floors("cpu", profiled=False)["profiler_op"]
 
 
 def test_a_failing_probe_is_recorded_not_raised(monkeypatch):
-    def broken(device):
+    def broken(device, profiled=True):
         raise RuntimeError("no device")
 
     monkeypatch.setattr(launch_floor, "measure_floors", broken)

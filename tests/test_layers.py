@@ -3,7 +3,7 @@
 
     run_suite.py and the entry points in suites/ (analyze, compare, collect, report)
     suites/tools      self-checks: may use any room below
-    suites/config     suites/reports      siblings: neither imports the other
+    suites/config     suites/reports     suites/suggest      siblings: none imports another
     suites/harness
     suites/traces     imports nothing of suites but the results schema and suites/common
     suites/results
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = ("run_suite", "suites", "suites.analyze", "suites.compare", "suites.collect",
                 "suites.history", "suites.report")
 # Top to bottom; rooms in one tuple are siblings.
-LAYERS = [("suites.tools",), ("suites.config", "suites.reports"), ("suites.harness",),
+LAYERS = [("suites.tools",), ("suites.config", "suites.reports", "suites.suggest"),
+          ("suites.harness",),
           ("suites.traces",), ("suites.results",), ("suites.common",), ("kernels",)]
 # Within a room: its sub-rooms, top to bottom, in the same way.
 SUB_LAYERS = {"suites.reports": [("suites.reports.run", "suites.reports.ladder",

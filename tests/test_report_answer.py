@@ -51,14 +51,19 @@ def test_family_lines_count_classes_and_say_why_a_family_has_none():
 
 def test_where_the_time_goes_names_the_bound_stretches_and_the_overhead():
     frame = _frame()
-    findings = pd.DataFrame({"case_id": frame["case_id"].unique(), "variant": "eager",
-                             "code": ["overhead_bound", "compute_bound", "compute_bound"],
-                             "statement": "-"})
+    bounds = {64: "overhead", 256: "compute", 1024: "compute"}
+    frame["roofline_bound"] = [bounds[m] for m in frame["M"]]  # the row's one bound
     name = answer.case_namer(frame, "M", PARAMS)
-    assert answer.where_time_goes(frame, findings, "eager", name) == (
+    assert answer.where_time_goes(frame, "eager", name) == (
         "Where the time goes: eager is overhead-bound at M64 and compute-bound at M256 to M1024;"
         " exposed overhead (host and launch work the device waits on) is 1% at M64, 0% at M1024"
         " of a call.")
+    # Not profiled: the bounds are the model's alone, and the page names profile=off; a profile
+    # that was not clean gives no bound and no overhead share.
+    assert "profile=off" in answer.where_time_goes(frame, "eager", name, profiled=False)
+    frame.loc[frame["M"] == 64, "profile_state"] = "contended"
+    said = answer.where_time_goes(frame, "eager", name)
+    assert "unjudged (its profile contended) at M64" in said and "at M64," not in said
 
 
 def test_a_finding_repeated_across_cases_is_said_once_with_its_ranges():

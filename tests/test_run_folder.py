@@ -370,11 +370,13 @@ def test_make_run_takes_exit_1_as_finished(tmp_path, code):
 
 
 def test_the_printed_commands_use_the_interpreter_that_ran(monkeypatch, tmp_path):
+    """However the run started, the command names this interpreter and run_suite.py by absolute
+    paths, and the folder absolute (tests/test_console.py pastes it in another folder)."""
     from suites.config.outcome import finish_command
     folder = tmp_path / "a run"
-    monkeypatch.setattr(sys, "argv", ["run_suite.py", "suite.sizes=[16]"])
-    words = shlex.split(finish_command(folder, ["suite.sizes=[16]"]))
-    assert words == [sys.executable, "run_suite.py", "suite.sizes=[16]", "resume=true",
-                     f"hydra.run.dir={folder}"]
-    monkeypatch.setattr(sys, "argv", ["/somewhere/bin/fusebench-run"])  # the installed command
-    assert shlex.split(finish_command(folder, []))[:3] == [sys.executable, "-m", "run_suite"]
+    monkeypatch.chdir(tmp_path)
+    for argv0 in ("run_suite.py", "/somewhere/bin/fusebench-run", "-m"):
+        monkeypatch.setattr(sys, "argv", [argv0, "suite.sizes=[16]"])
+        words = shlex.split(finish_command(folder.relative_to(tmp_path), ["suite.sizes=[16]"]))
+        assert words == [sys.executable, str(ROOT / "run_suite.py"), "suite.sizes=[16]",
+                         "resume=true", f"hydra.run.dir={folder}"], argv0

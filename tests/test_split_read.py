@@ -20,7 +20,8 @@ LISTS = ("cpu_ops", "annotations", "runtime", "device", "overhead", "profiler_fr
 def digest(trace) -> tuple:
     return ({name: [(e.name, e.cat, e.ts, e.dur, e.pid, e.tid, e.corr, e.ext, e.nbytes, e.info)
                     for e in getattr(trace, name)] for name in LISTS},
-            trace.n_events, trace.skipped, trace.skipped_device, trace.other_categories,
+            trace.n_events, trace.skipped, trace.skipped_first, trace.skipped_device,
+            trace.other_categories,
             json.dumps(trace.meta, sort_keys=True))
 
 

@@ -1,14 +1,17 @@
-"""Trace analysis on real A100 traces (tests/fixtures/gpu_traces) and on synthetic events."""
+"""Trace analysis on real A100 traces (tests/fixtures/gpu_traces), real CPU attention traces
+(tests/fixtures/cpu_traces) and synthetic events."""
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
 from suites.traces.call_profile import CallProfile
+from suites.traces.device_time import gpu_job_hint
 from suites.traces.op_kinds import LAUNCH_APIS
 from suites.traces.steps import analyze
 from suites.common.errors import InputError
-from suites.traces.events import TraceFormatError, read_trace
+from suites.traces.events import Event, Trace, TraceFormatError, read_trace
 from trace_builders import ALEXNET_TRACE, TRITON_TRACE, event, gpu_step, load, write
 
 
@@ -109,6 +112,69 @@ def test_cpu_trace_counts_compute_ops_not_metadata(tmp_path):
     assert [k.name for k in step.kernels] == ["aten::mm", "aten::add"]
     assert step.device_us == pytest.approx(44 + 10)  # mm's self time excludes resolve_conj
     assert step.host_us == 90 and step.n_cpu_ops == 5
+
+
+CPU_TRACES = Path(__file__).parent / "fixtures" / "cpu_traces"  # its README: how recorded
+CPU_SDPA = ["cpu_sdpa_flash_fp32", "cpu_sdpa_flash_bf16_train", "cpu_sdpa_math_fp32"]
+
+
+@pytest.mark.parametrize("name", CPU_SDPA)
+def test_cpu_attention_is_cpu_work(name):
+    """Recorded with ProfilerActivity.CPU alone: every SDPA backend a CPU has (flash's
+    _for_cpu kernels, forward and backward; math) computes on it, so each step counts its
+    compute ops and their self time, as any CPU trace does."""
+    analysis = analyze(read_trace(CPU_TRACES / f"{name}.json.gz"), label="sdpa")
+    assert analysis.mode == "cpu" and len(analysis.steps) == 3
+    for step in analysis.steps:
+        attention = [k for k in step.kernels if "attention" in k.name or k.name == "aten::bmm"]
+        assert attention and step.device_us >= sum(k.self_us for k in attention) > 0
+
+
+def test_a_gpu_machines_cpu_attention_is_cpu_work(tmp_path):
+    """Kineto built with CUPTI writes the GPU's properties whatever it recorded: a CPU run on a
+    GPU machine (device=cpu) has them. An op that names its CPU kernel outweighs them; ops a
+    GPU job runs too (aten::mm) do not."""
+    doc = load(CPU_TRACES / "cpu_sdpa_flash_fp32.json.gz")
+    doc["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100"}]
+    analysis = analyze(read_trace(write(doc, tmp_path / "t.json")), label="sdpa")
+    assert analysis.mode == "cpu" and all(s.n_kernels and s.device_us > 0 for s in analysis.steps)
+    events = [event("ProfilerStep#0", "user_annotation", 0, 100),
+              event("aten::mm", "cpu_op", 1, 90)]
+    doc = {"traceEvents": events, "deviceProperties": doc["deviceProperties"]}
+    assert analyze(read_trace(write(doc, tmp_path / "g.json"))).mode == "host-only"
+
+
+def _ops_with_a_cpu_kernel() -> list[str]:
+    """Every op of torch's own library that runs on a CPU: a CPU kernel, or a composite one.
+    Not the ops Python code registers (torch.compile's streams::record_stream): those register
+    for every device at once, a stream's op as much as any."""
+    torch = pytest.importorskip("torch")
+    keys = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+            "CompositeExplicitAutogradNonFunctional")
+    names = set()
+    for schema in torch._C._jit_get_all_schemas():
+        try:
+            dump = torch._C._dispatch_dump(schema.name).splitlines()
+        except RuntimeError:  # a schema with no dispatcher entry (a TorchScript builtin)
+            continue
+        # "CPU: registered at aten/src/...cpp:123 ..."; a Python registration names a .py file
+        if any(line.startswith((f"{key}:", f"{key}[alias]:")) and ".py:" not in line
+               for line in dump for key in keys):
+            names.add(schema.name)
+    return sorted(names)
+
+
+def test_no_op_a_cpu_runs_says_the_job_ran_on_a_gpu():
+    """Not one example but every op a CPU runs (aten::cudnn_is_acceptable, asked by every CPU
+    convolution, and the _for_cpu attention kernels among them); the GPU's own still do."""
+    names = _ops_with_a_cpu_kernel()
+    ops = [Event(n, "cpu_op", float(i), 1.0, 1, 1, None, None, None) for i, n in enumerate(names)]
+    assert len(names) > 1000 and gpu_job_hint(Trace(path="ops", cpu_ops=ops)) == ""
+    for gpu_only in ("aten::_scaled_dot_product_flash_attention", "aten::cudnn_convolution",
+                     "aten::_efficient_attention_forward", "aten::record_stream",
+                     "aten::_scaled_dot_product_cudnn_attention", "nccl:all_reduce"):
+        one = [Event(gpu_only, "cpu_op", 0.0, 1.0, 1, 1, None, None, None)]
+        assert gpu_job_hint(Trace(path="op", cpu_ops=one)) == f"it runs {gpu_only}"
 
 
 def test_reader_accepts_bare_arrays_and_trailing_commas(tmp_path):

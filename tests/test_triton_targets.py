@@ -215,3 +215,27 @@ def test_the_tma_prune_reads_the_b_layout(monkeypatch):
         assert targets.tma_prune([big, fp32_ok], {"a_ptr": a16}, B_KMAJOR=kmajor) == [big, fp32_ok]
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (10, 0))
     assert targets.tma_prune([big, fp32_ok], {"a_ptr": a32}) == [big, fp32_ok]
+
+
+SIX_SUITES = ("matmul_add", "linear", "mlp", "attention", "norm", "block")
+
+
+def test_the_suites_planned_from_their_grids_come_from_the_registry(monkeypatch):
+    """Each op with a Triton variant, in ladder order, but the launch suite (planned by hand):
+    a new block's Triton launches are compiled ahead of time without a list to edit."""
+    from kernels import registry
+    from kernels.base import Op, Variant
+    from kernels.formula import Formula
+    from suites.tools.triton_suite_launches import PLANNED_BY_HAND, planned_suites
+    assert planned_suites() == SIX_SUITES and PLANNED_BY_HAND == ("launch",)
+    monkeypatch.setattr(registry, "_OPS", dict(registry._OPS))  # this test's blocks go after it
+    monkeypatch.setattr(registry, "_VARIANTS", dict(registry._VARIANTS))
+    for name, family in (("scale_triton", "triton"), ("scale_eager", "eager")):
+        op = type("Scale", (Op,), dict(name=name, params=("M",), size_axis="M", rung=0,
+                                       test_shape={"M": 3}, flops_formula=Formula("M"),
+                                       bytes_formula=Formula("2*M*itemsize")))()
+        registry.register_op(op)
+        registry.register_variant(Variant(name, "eager", "eager", lambda c, i: None))
+        if family == "triton":
+            registry.register_variant(Variant(name, "fused", "triton", lambda c, i: None))
+    assert planned_suites() == (*SIX_SUITES, "scale_triton")

@@ -124,7 +124,9 @@ def test_a_resume_reads_it_and_writes_this_version(v0):
     _edit_state(v0, state="interrupted", done=2)
     kept = pd.read_csv(v0 / "measurements.csv").set_index("variant")["median_us"]
     done = run_suite(*OVERRIDES, "resume=true", f"hydra.run.dir={v0}")
-    assert_finished(done, v0)
+    # The kept rounds are the old version's as it measured them, 11.2 of 2 cores busy among them
+    # (issue 36's impossible figure, from ticks over a short share): the audit names them.
+    assert_finished(done, v0, allow=("cores",))
     run = read_run(v0)
     assert run.version == SCHEMA_VERSION and run.state["state"] == "complete"
     rows = run.measurements

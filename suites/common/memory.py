@@ -1,7 +1,7 @@
 """What memory a case may take on a device now: free GPU memory (with what torch's allocator
 holds cached), or on a CPU MemAvailable, capped by the container's cgroup limit. Shared by the
 harness's memory probe (suites/harness/memory_probe.py) and `--suggest`'s replay
-(suites/traces/suggest/replay.py), which must not allocate a shape past it."""
+(suites/suggest/replay.py), which must not allocate a shape past it."""
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """What one command ran, said last: the exit status and a line for what is not a result, or, for
 an interrupted job or one stopped by a full disk, where its rows are and the command that
-finishes it (run with this very interpreter: a bare `python` may be another one, without Hydra).
+finishes it (this very interpreter, a bare `python` may be another one without Hydra, and
+absolute paths: the command is pasted in any folder).
 
 A sweep is judged by its sweep.json and the run.json of each job, wherever the launcher ran
 them (suites/results/exit_status.py); a single run by its own run.json.
@@ -15,6 +16,7 @@ from typing import NoReturn
 
 import pandas as pd
 
+from suites.config.compose import CONF_DIR
 from suites.config.hydra_sweep import SweepManifest
 from suites.config.run_folder import fail, resume_args
 from suites.harness.spec import RunSpec
@@ -25,16 +27,17 @@ from suites.results.reader import read_state
 from suites.results.run_folders import sweep_jobs, sweep_problems
 
 RUN_FOLDERS: list[Path] = []  # the folders this process's jobs ran in
+# The entry script, beside the conf/ Hydra composes from: where there is none, no run started.
+RUN_SUITE = CONF_DIR.parent / "run_suite.py"
 
 
 def this_program() -> str:
-    """How to start run_suite.py again, quoted for a shell: this interpreter (the one with Hydra
-    and torch; a pasted bare `python` may be another) and the script as it was named; `-m
-    run_suite` where the process did not start from it (the fusebench-run command, a cluster
-    job's launcher)."""
-    script = sys.argv[0] if sys.argv and Path(sys.argv[0]).name == "run_suite.py" else None
-    words = [sys.executable, script] if script else [sys.executable, "-m", "run_suite"]
-    return shlex.join(words)
+    """How to start run_suite.py again, quoted for a shell, from any folder: this interpreter
+    (the one with Hydra and torch; a pasted bare `python` may be another) and the absolute path
+    of the clone's run_suite.py, however this process started (`python run_suite.py` in the
+    clone, the installed `fusebench-run`, `python -m run_suite`, a cluster job's launcher). Not
+    `fusebench-run` itself: pasted where the venv is not activated, it is not on PATH."""
+    return shlex.join([sys.executable, str(RUN_SUITE)])
 
 
 def finish_command(folder: Path, args: list[str], key: str = "hydra.run.dir") -> str:

@@ -69,9 +69,10 @@ def _remove(path: Path) -> None:
 
 
 def resume_args(folder: Path, args: list[str], key: str = "hydra.run.dir") -> list[str]:
-    """`args` with resume=true and the run (or sweep) folder, quoted for a shell."""
+    """`args` with resume=true and the run (or sweep) folder, quoted for a shell; the folder
+    absolute, as the command is pasted in any folder (a relative one named another there)."""
     kept = [a for a in args if not a.startswith((f"{key}=", "resume="))]
-    return [shlex.quote(a) for a in kept + ["resume=true", f"{key}={folder}"]]
+    return [shlex.quote(a) for a in kept + ["resume=true", f"{key}={Path(folder).absolute()}"]]
 
 
 def check_run_dir(out_dir: Path, spec: RunSpec) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from kernels.base import DTYPES
+from suites.common.roofline import bandwidth_for  # noqa: F401 (the roof of a working set: one rule)
 from suites.harness.timing import sync
 
 # Large enough to reach the device's steady state, small enough to take about a second; the
@@ -103,15 +104,6 @@ def cache_copy_gbps(sizes: dict[str, int] | None = None) -> list[list[float]]:
     sizes = cache_sizes() if sizes is None else sizes
     return [[size // 2, copy_gbps_at(size // 2)] for level, size in sorted(sizes.items())
             if level != "L1"]
-
-
-def bandwidth_for(peaks: dict, working_set: float | None) -> float:
-    """The copy bandwidth of the smallest memory level `working_set` bytes fit in (half its
-    size, as probed); DRAM's where it fits none, or nothing else was probed."""
-    for fits, gbps in peaks.get("cache_copy_gbps") or []:
-        if working_set is not None and working_set <= fits:
-            return max(gbps, peaks["copy_gbps"])
-    return peaks["copy_gbps"]
 
 
 def best_peaks(probes: list[dict]) -> dict:

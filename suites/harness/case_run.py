@@ -23,6 +23,7 @@ from suites.harness.contention import LoadMeter, usable_cpus
 from suites.harness.derived import new_row
 from suites.harness.memory_probe import MemoryGuard, Verdict, refusal
 from suites.harness.variant_passes import Prepared, prepare, profile, release, short_error
+from suites.harness.profile_guard import ProfileGuard, profiler_op_us, rejudged
 from suites.results.intervals import Paired, paired_speedup
 from suites.harness.round_checks import Limits, Slot, judge
 from suites.harness.rounds import time_rounds
@@ -44,6 +45,7 @@ class CaseOutcome:
     remeasured: bool = False
     timed_out: bool = False  # past timing.case_timeout_s: not re-measured
     notes: dict[str, str] = field(default_factory=dict)  # variant -> what its reason must keep
+    guard: ProfileGuard | None = None  # what judged the profiles: judges them again in finish
 
     def needs_remeasure(self) -> bool:
         return not self.timed_out and any(r.status == Status.NOISY for r in self.rows)
@@ -105,22 +107,35 @@ def _time(prepared: list[Prepared], case: Case, spec: RunSpec, meter: LoadMeter,
     return slots
 
 
-def _profiles(prepared: list[Prepared], case: Case, spec: RunSpec,
-              clock: CaseClock) -> tuple[dict[str, CallProfile], dict[str, str]]:
-    """The profile of each timed variant, while the case is within its time limit; a variant
-    left unprofiled by the limit keeps its timing, and its reason says why the profile columns
-    are empty."""
+def _profiles(prepared: list[Prepared], case: Case, spec: RunSpec, clock: CaseClock,
+              guard: ProfileGuard, slots: list[Slot]) -> tuple[dict[str, CallProfile],
+                                                           dict[str, str]]:
+    """The profile of each timed variant, while the case is within its time limit, each judged
+    against the variant's timed call (the median of its rounds, before they are judged); a
+    variant left unprofiled by the limit keeps its timing, and its reason says why the profile
+    columns are empty."""
     profiles, notes = {}, {}
     for p in prepared:
+        timed = [s.mean_us for s in slots if s.variant == p.row.variant]
+        timed_us = statistics.median(timed) if timed else NAN
         if clock.over() and p.contender is not None and not p.contender.failed:
             notes[p.row.variant] = clock.reason("not profiled")
-        elif (result := profile(p, case, spec)) is not None:
+        elif (result := profile(p, case, spec, guard, timed_us)) is not None:
             profiles[p.row.variant] = result
     return profiles, notes
 
 
+def profile_guard(case: Case, spec: RunSpec, meter: LoadMeter,
+                  floors: dict | None) -> ProfileGuard:
+    """The profile's judge: the rounds' meter, cores and threads, and the profiler's cost per op
+    as the run measured it (env.json's launch floors)."""
+    found = limits(case, [], spec, None)
+    return ProfileGuard(meter, found.cores, found.threads, profiler_op_us(floors))
+
+
 def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: LoadMeter,
-             peaks: dict | None, memory: MemoryGuard | None = None) -> CaseOutcome:
+             peaks: dict | None, memory: MemoryGuard | None = None,
+             floors: dict | None = None) -> CaseOutcome:
     """With `memory`, the case's peak memory is estimated first (memory_probe.py): a case that
     would not fit has every row skipped with the numbers; a probe that failed is a note on the
     rows that ran."""
@@ -131,12 +146,13 @@ def run_case(op: Op, variants: list[Variant], case: Case, spec: RunSpec, meter: 
     clock = CaseClock(spec.timing.case_timeout_s)
     prepared = _prepare_all(op, variants, case, spec, clock)
     slots = _time(prepared, case, spec, meter, 0, clock)
-    profiles, notes = _profiles(prepared, case, spec, clock)
+    guard = profile_guard(case, spec, meter, floors)
+    profiles, notes = _profiles(prepared, case, spec, clock, guard, slots)
     graph_notes = missed_graph_kernels([p.row for p in prepared],
                                        {v.name: v.replays for v in variants if v.replays})
     for name in graph_notes:  # the findings must not read a profile that missed the kernels
         profiles.pop(name, None)
-    outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles)
+    outcome = CaseOutcome(case, [p.row for p in prepared], slots, profiles, guard=guard)
     # A profile that failed leaves its columns empty: the reason says why, whatever the timing.
     outcome.notes = _joined(_kernel_notes(prepared), notes, graph_notes, _pass_notes(prepared),
                             {p.row.variant: verdict.note for p in prepared if verdict.note})
@@ -203,9 +219,12 @@ def measure(op: Op, variant: Variant, case: Case, spec: RunSpec,
     p = prepare(op, variant, case, spec, baseline_err)
     meter = LoadMeter(case.device_type)
     slots = _time([p], case, spec, meter, 0)
-    result = profile(p, case, spec)
+    timed = [s.mean_us for s in slots]
+    guard = profile_guard(case, spec, meter, None)
+    result = profile(p, case, spec, guard, statistics.median(timed) if timed else NAN)
     row = p.row
-    outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {})
+    outcome = CaseOutcome(case, [row], slots, {row.variant: result} if result else {},
+                          guard=guard)
     outcome.notes = _joined(_kernel_notes([p]), _pass_notes([p]))
     finish(outcome, spec, None)
     if outcome.needs_remeasure() and p.contender is not None and not p.contender.failed:
@@ -255,6 +274,9 @@ def finish(outcome: CaseOutcome, spec: RunSpec, peaks: dict | None) -> None:
         mine = [s for s in outcome.slots if s.variant == row.variant]
         if row.status in (Status.OK, Status.NOISY) and mine:
             _timing(row, mine, min_clean(spec), cache)
+            if outcome.guard is not None:  # the profile against the final time per call
+                row.profile = rejudged(row.profile, row.value("mean_us"),
+                                       outcome.guard.profiler_op_us)
             note = outcome.notes.get(row.variant)
             row.reason = "; ".join(r for r in (row.reason, note) if r)
     _speedups(outcome, spec.suite.baseline)

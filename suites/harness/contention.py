@@ -118,6 +118,8 @@ class LoadMeter:
         delay = run_delay_s()
         others = (others_cores(ticks[0] - ticks0[0], own, wall)
                   if ticks is not None and ticks0 is not None else None)
+        if others is not None:  # ticks over a short share can read past the cores there are
+            others = min(others, float(len(self.cpus)))
         wait = (max(0.0, delay - delay0) / wall
                 if delay is not None and delay0 is not None and wall > 0 else None)
         if self.nvml is None:

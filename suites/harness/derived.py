@@ -5,21 +5,18 @@ Throughput is measured against the kernel time on CUDA and the time per call on 
 (`work_us`). `pct_peak` is the achieved FLOP/s over what the roofline allows at the variant's
 own arithmetic intensity (its modelled bytes where the op models its form), min(peak FLOP/s,
 intensity x the bandwidth of the memory level its bytes fit in), both measured on this machine
-(env.json, calibration.py). The bound is overhead where the exposed overhead is half the call or
-more, else compute or memory by the intensity against the ridge.
+(env.json, calibration.py). The bound is suites/common/roofline.py's, the one rule every page
+reads.
 """
 from __future__ import annotations
 
 import math
 
 from kernels.base import Case, Op, Variant
-from suites.harness.calibration import bandwidth_for
+from suites.common.roofline import row_bound
+from suites.harness.round_checks import CLEAN
 from suites.traces.device_time import on_gpu
 from suites.results.row import NAN, ResultRow, Roofline
-
-# A call whose exposed overhead is this share of it or more is overhead-bound, whatever the
-# op's intensity says (roofline_bound).
-OVERHEAD_SHARE = 0.5
 
 
 def new_row(suite: str, case: Case, variant: Variant, op: Op, threads: int) -> ResultRow:
@@ -49,28 +46,25 @@ def _roofline(row: ResultRow, peaks: dict | None) -> None:
     r.gbps = r.bytes / seconds / 1e9
     if not peaks:
         return
-    peak_tflops = peaks["matmul_tflops"].get(row.dtype, NAN)
-    # The variant's own bytes where its form is modelled (an unfused form moves more), and the
-    # roof of the memory level they fit in (calibration.py: a CPU's caches).
-    moved = r.bytes_moved if r.bytes_moved and r.bytes_moved == r.bytes_moved else r.bytes
-    bandwidth = bandwidth_for(peaks, moved)
-    model_us = max(r.flops / (peak_tflops * 1e6), moved / (bandwidth * 1e3))
-    memory_tflops = r.flops / moved * bandwidth / 1e3 if moved else NAN
-    r.pct_peak = 100.0 * r.tflops / min(peak_tflops, memory_tflops)
-    r.roofline_bound = "compute" if memory_tflops >= peak_tflops else "memory"
-    if _overhead_bound(row, model_us, time_us):
-        r.roofline_bound = "overhead"
+    found = row_bound(r.flops, r.bytes, r.bytes_moved, peaks["matmul_tflops"].get(row.dtype, NAN),
+                      peaks, time_us, row.value("mean_us"), trusted_overhead_us(row))
+    r.ridge, r.roof_gbps = found.ridge, found.roof_gbps
+    memory_tflops = found.intensity * found.roof_gbps / 1e3
+    r.pct_peak = 100.0 * r.tflops / min(found.peak_tflops, memory_tflops)
+    # A profile that is not clean states no bound as fact: its exposed overhead decides none.
+    r.roofline_bound = found.bound if profile_clean(row) else None
 
 
-def _overhead_bound(row: ResultRow, model_us: float, time_us: float) -> bool:
-    """Overhead is what bounds a call where the exposed overhead (host and launch work the
-    device waits on) is most of it, as the profile measured; without a profile, where the work
-    at the roofs is under a tenth of the call (a 64^3 fp32 matmul is neither memory- nor
-    compute-bound: Python and dispatch are its time)."""
-    overhead = exposed_overhead_us(row)
-    if overhead == overhead:
-        return overhead >= OVERHEAD_SHARE * row.value("mean_us")
-    return model_us < 0.1 * time_us
+def profile_clean(row: ResultRow) -> bool:
+    """Whether the row's profile figures may be read as fact: no profile at all (the bound is
+    the model's), or one judged clean."""
+    state = row.profile.profile_state if row.profile is not None else None
+    return state in (None, CLEAN)
+
+
+def trusted_overhead_us(row: ResultRow) -> float:
+    """The exposed overhead the bound may rest on: NaN where the profile was not clean."""
+    return exposed_overhead_us(row) if profile_clean(row) else NAN
 
 
 def exposed_overhead_us(row: ResultRow) -> float:

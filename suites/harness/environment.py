@@ -59,7 +59,10 @@ def cores_used_by_others(interval_s: float = 0.25) -> float | None:
     time.sleep(interval_s)
     second = cpu_times()
     total = second[1] - first[1]
-    return (second[0] - first[0]) / total * (os.cpu_count() or 1) if total > 0 else None
+    cores = os.cpu_count() or 1
+    # /proc/stat counts in ticks: over a short sample a tick more reads as more cores than
+    # there are; no machine keeps more cores busy than it has.
+    return min(cores, (second[0] - first[0]) / total * cores) if total > 0 else None
 
 
 def busy_machine_warning(threads: int, device_type: str, others: float | None) -> str | None:
@@ -69,9 +72,11 @@ def busy_machine_warning(threads: int, device_type: str, others: float | None) -
     cores = os.cpu_count() or 1
     if device_type != "cpu" or others is None or others + threads <= cores + 0.25:
         return None
-    return (f"warning: other processes keep {others:.1f} of this machine's {cores} cores busy and "
-            f"the timing uses {threads} threads: CPU timings will include scheduler stalls. Use "
-            "a quiet machine, or fewer threads (timing.threads=1).")
+    remedy = ("Use a quiet machine (the timing already uses one thread)." if threads == 1 else
+              "Use a quiet machine, or fewer threads (timing.threads=1).")
+    return (f"warning: other processes keep {min(others, cores):.1f} of this machine's {cores} "
+            f"cores busy and the timing uses {threads} thread{'s' * (threads != 1)}: CPU timings "
+            f"will include scheduler stalls. {remedy}")
 
 
 def describe(device: str, threads: int) -> dict:

@@ -185,7 +185,11 @@ def measured(device_type: str):
         return
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    from suites.harness.profile_pass import native_stderr_captured
+
+    # Kineto's `USDT: ... profiler_start` lines go to fd 2: held back, as the profile pass does.
+    with native_stderr_captured(), profile(activities=[ProfilerActivity.CPU],
+                                           profile_memory=True) as prof:
         with record_function(LABEL):
             yield reading
     found = cpu_reading(prof.profiler.kineto_results.events())

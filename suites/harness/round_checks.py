@@ -208,10 +208,16 @@ def judge(slots: list[Slot], limits: Limits) -> list[Slot]:
     neither slow nor in a round already dropped."""
     rounds = sorted({s.round for s in slots})
     why: dict[int, tuple[str, str]] = {}
+    own: dict[int, str] = {}  # id(slot) -> its own wait, where that is what dropped the round
     for r in rounds:
         shares = [s for s in slots if s.round == r]
-        reason = next((w for s in shares if (w := waited(s.load, limits.threads))), "") or \
-            contention([s.load for s in shares], limits.cores, limits.threads)
+        waits = {id(s): (s.variant, w) for s in shares if (w := waited(s.load, limits.threads))}
+        reason = contention([s.load for s in shares], limits.cores, limits.threads)
+        if waits:
+            own.update({k: w for k, (_, w) in waits.items()})
+            first, wait = next(iter(waits.values()))
+            # Each share says its own wait; a share that did not wait says whose did.
+            reason = reason or f"dropped with its round: {first}'s share waited ({wait})"
         if reason:
             why[r] = (CONTENDED, reason)
     too_slow = {id(s): reason for s in slots if s.round not in why
@@ -230,6 +236,8 @@ def judge(slots: list[Slot], limits: Limits) -> list[Slot]:
     judged = []
     for s in slots:
         state, reason = why.get(s.round, (CLEAN, ""))
+        if state == CONTENDED and id(s) in own:
+            reason = own[id(s)]
         if s.round not in why and id(s) in too_slow:
             state, reason = SLOW, too_slow[id(s)]
         judged.append(replace(s, state=state, reason=reason))

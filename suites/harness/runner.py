@@ -40,6 +40,7 @@ from suites.results import atomic
 from suites.results.columns import AA_CONTROL, KEY
 from suites.results.journal import COMPLETE, FAILED, INTERRUPTED, RunState
 from suites.results.resume import Previous, read_previous
+from suites.traces.findings.row_bound import kept_row_bounds
 from suites.results.tables import (FINDINGS_CSV, KERNELS_CSV, MEASUREMENTS_CSV, ROUNDS_CSV,
                                    SAMPLES_CSV, append_readings, append_tables, write_tables)
 from suites.results.tables import OPTREE_CSV
@@ -72,7 +73,8 @@ def _start(spec: RunSpec, stream) -> dict:
         env["warning"] = warning
     env.update(suite=spec.suite.name, reference=dict(spec.suite.reference),
                timing=asdict(spec.timing), profile=asdict(spec.profile))
-    env["launch_floors"] = recorded_floors(spec.device)  # what findings measure overhead against
+    # What findings measure overhead against, and the profile guard the profiler's own cost.
+    env["launch_floors"] = recorded_floors(spec.device, spec.profile.enabled)
     if spec.calibrate:
         env["peak_probes"] = [calibrate(spec.device, spec.suite.dtypes)]
         env["peaks"] = env["peak_probes"][0]
@@ -181,7 +183,8 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
     try:
         for case in cases:
             progress.start(case.id, len(variants))
-            outcome = run_case(op, variants, case, spec, meter, env.get("peaks"), memory)
+            outcome = run_case(op, variants, case, spec, meter, env.get("peaks"), memory,
+                               env.get("launch_floors"))
             if memory.records:  # the probes made so far (none for a sweep of ordinary cases)
                 env["memory_probes"] = memory.records
             progress.finish(outcome.rows)
@@ -210,12 +213,16 @@ def _run(spec: RunSpec, stream, waited_s: float) -> RunResult:
         raise
     result = _finish(outcomes, spec, env, started, previous, state, lines)
     state.end(COMPLETE)
-    # After every row is on disk: compiles that cannot change a measurement or fail the run.
-    counters = triton_counters_step.record(spec, stream)
-    if counters:
-        env["triton_counters"] = counters
-        atomic.write_text(spec.out_dir / "env.json", json.dumps(env, indent=2))
     return result
+
+
+def after_the_answer(result: RunResult, stream=sys.stderr) -> None:
+    """Work after the rows, the report and the answer: compiles that cannot change a
+    measurement or fail the run (the Triton counters), so they never delay the answer."""
+    counters = triton_counters_step.record(result.spec, stream)
+    if counters:
+        result.env["triton_counters"] = counters
+        atomic.write_text(result.spec.out_dir / "env.json", json.dumps(result.env, indent=2))
 
 
 def _stopped_by(exc: BaseException) -> str:
@@ -263,7 +270,9 @@ def _finish(outcomes: list[CaseOutcome], spec: RunSpec, env: dict, started: floa
     kept = previous.tables
     samples, rounds = kept.get(SAMPLES_CSV, []) + samples, kept.get(ROUNDS_CSV, []) + rounds
     kernels, optree = kept.get(KERNELS_CSV, []) + kernels, kept.get(OPTREE_CSV, []) + optree
-    findings = kept.get(FINDINGS_CSV, []) + failed + findings
+    kept_findings = kept_row_bounds(kept.get(FINDINGS_CSV, []),
+                                    [row.record() for row in previous.rows])
+    findings = kept_findings + failed + findings
     findings = once_each(findings + row_findings([row.record() for row in rows],
                                                  spec.suite.name, spec.suite.baseline,
                                                  env.get("launch_floors")))

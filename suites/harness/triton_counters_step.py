@@ -43,8 +43,9 @@ def record(spec, stream) -> dict | None:
         return None
     atomic.write_text(out_dir / CASES_JSON, json.dumps(cases))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    print(f"Triton counters: compiling what {len(cases)} Triton row(s) launch for sm_80 and "
-          "sm_90 (cached after the first run)...", file=stream, flush=True)
+    print(f"\nAfter the answer, Triton counters: compiling what {len(cases)} Triton row(s) "
+          "launch for sm_80 and sm_90, for history (cached after the first run; "
+          "triton_counters=off skips it)...", file=stream, flush=True)
     try:
         done = subprocess.run([sys.executable, "-m", "suites.tools.triton_counters",
                                str(out_dir)], env=env, capture_output=True, text=True,

@@ -23,6 +23,7 @@ from suites.harness.derived import new_row
 from suites.harness.rounds import SELF_WARMING_US, Contender
 from suites.traces.call_profile import CallProfile
 from suites.harness.profile_pass import capture
+from suites.harness.profile_guard import MAX_TAKES, ProfileGuard
 from suites.traces.memory import peak_mb
 from suites.traces.op_kinds import sdpa_backend
 from suites.traces.steps import analyze
@@ -236,27 +237,43 @@ def _before_each(call, spec: RunSpec, case: Case):
     return lambda: (flush(), reset())
 
 
-def profile(prepared: Prepared, case: Case, spec: RunSpec) -> CallProfile | None:
+def profile(prepared: Prepared, case: Case, spec: RunSpec, guard: ProfileGuard | None = None,
+            timed_us: float = NAN) -> CallProfile | None:
     """The profiling pass of a timed variant: the trace, its table and the row's profile part.
-    A failure leaves the timing standing and says why the profile columns are empty."""
+    With a guard, each take is judged like a timing round against the call's timed time
+    (`timed_us`): one that is not clean is taken again, up to MAX_TAKES, and the last stands,
+    marked (profile_guard.py). A failure leaves the timing standing and says why the profile
+    columns are empty."""
     row, contender = prepared.row, prepared.contender
     if not spec.profile.enabled or contender is None or contender.failed:
         return None
     trace_path, table_path = artifact_paths(spec.out_dir, case, row.variant)
     try:
-        with contender.scope():
-            # The same cold L2 as the timing pass, so device time and the median compare.
-            capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
-                    table_path, before_call=_before_each(contender.call, spec, case))
-        shapes = prepared.variant.gemm_shapes(case) if prepared.variant.gemm_shapes else ()
-        result = CallProfile(analyze(read_trace(trace_path), label=row.variant),
-                             gemm_shapes=shapes)
+        for take in range(1, (MAX_TAKES if guard is not None else 1) + 1):
+            if guard is not None:
+                guard.meter.start()
+            with contender.scope():
+                # The same cold L2 as the timing pass, so device time and the median compare.
+                capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
+                        table_path, before_call=_before_each(contender.call, spec, case))
+            load = guard.meter.stop() if guard is not None else None
+            shapes = prepared.variant.gemm_shapes(case) if prepared.variant.gemm_shapes else ()
+            result = CallProfile(analyze(read_trace(trace_path), label=row.variant,
+                                         device=case.device_type), gemm_shapes=shapes)
+            metrics = result.metrics()
+            judged = guard.judge(load, metrics["host_us"], timed_us, metrics["n_cpu_ops"]) \
+                if guard is not None else None
+            if judged is None or judged.clean:
+                break
         if case.device_type == "cpu":  # NaN where the trace holds no memory event in a call
             row.peak_mem_mb = peak_mb(trace_path, row.variant, "cpu")
-        row.profile = ProfileStats(**result.metrics(),
+        row.profile = ProfileStats(**metrics,
                                    backend=sdpa_backend(result.ops_per_call()),
                                    trace=str(trace_path.relative_to(spec.out_dir)),
-                                   table=str(table_path.relative_to(spec.out_dir)))
+                                   table=str(table_path.relative_to(spec.out_dir)),
+                                   profile_state=judged.state if judged else None,
+                                   profile_reason=judged.reason if judged else None,
+                                   profile_takes=take if judged else NAN)
         return result
     except Exception as exc:
         if disk_full(exc):  # not this variant's failure: every later write fails too

@@ -270,9 +270,17 @@ METRICS = (
        "all measured on this machine (the best of a probe at the start and one at the end of "
        "the run, env.json); above 100 is flagged", "% roofline", "roofline"),
     Column("roofline_bound", "", TEXT,
+       "the row's bound, decided once (suites/common/roofline.py) and read by every page: "
        "overhead where the exposed overhead is half the call or more; else compute or memory: "
-       "the roof the variant's intensity meets on this machine (its measured ridge point, at "
-       "the memory level its bytes fit in)", part="roofline"),
+       "the roof the variant's intensity (FLOPs over the bytes it moves) meets on this machine "
+       "(ridge, at the memory level its bytes fit in); empty where the profile was not clean",
+       part="roofline"),
+    Column("ridge", "FLOP/B", NUMBER,
+       "the ridge point the row's bound is judged against: the dtype's measured peak FLOP/s "
+       "over roof_gbps (env.json)", part="roofline"),
+    Column("roof_gbps", "GB/s", NUMBER,
+       "the measured copy bandwidth of the memory level the variant's bytes fit in (a CPU "
+       "cache level, or DRAM; env.json's peaks)", part="roofline"),
     Column("max_abs_err", "", NUMBER,
        "max |out - ref| against the float64 reference, on fresh random inputs", part="check"),
     Column("rel_err", "", NUMBER, "||out - ref|| / ||ref||", part="check"),
@@ -287,6 +295,17 @@ METRICS = (
        "the profiled calls' Chrome trace, traces/<case>__<variant>.json.gz (opens in Perfetto)",
        "trace", "profile"),
     Column("table", "", TEXT, "the key_averages table of the same calls, tables/<case>__<variant>.txt",
+       part="profile"),
+    Column("profile_state", "", TEXT,
+       "the profiled calls judged like a timing round: clean; contended (other processes took "
+       "the cores, or the threads waited for one); or out_of_step (the profiled call ran far "
+       "longer than the timed one, more than the profiler's own cost explains). A profile "
+       "neither clean after its takes keeps its figures, marked, and states no bound",
+       "profile", "profile"),
+    Column("profile_reason", "", TEXT, "why the profile is not clean, with its numbers",
+       part="profile"),
+    Column("profile_takes", "", NUMBER,
+       "times the profile was taken: a profile that is not clean is taken again, up to a limit",
        part="profile"),
 )
 

@@ -29,7 +29,7 @@ MEASUREMENTS_CSV = "measurements.csv"
 RUNNING, COMPLETE, INTERRUPTED, FAILED = "running", "complete", "interrupted", "failed"
 # The schema of the files this version writes. A change to them (a column, a file, a meaning)
 # bumps it, and upgrade.py gains the step that brings a folder of the version before up to it.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _now() -> str:

@@ -11,6 +11,7 @@ run.json's config names, as the run did).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -30,6 +31,38 @@ if TYPE_CHECKING:  # the registry imports torch (2 s): only where a block is nee
     from kernels.base import Op
 
 ENV_JSON = checks.ENV_JSON
+# What a page cannot know, or recompute, without a file of the folder, by the keys it would
+# have read there. samples.csv: every timed call, which the row's figures other than the
+# rounds' mean summarise (they stand as the run wrote them, unchecked). env.json: the machine
+# (gpu or cpu), its measured peaks (so % of peak), the threads, the device and the versions.
+FROM_SAMPLES = ("median_us", "p10_us", "p90_us", "min_us", "iqr_rel", "slow_calls")
+FROM_ENV = ("peaks", "machine", "threads", "device", "versions")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A file the folder lacks, or holds in a shape no reader can use: `code` (no_samples,
+    no_env, env_not_json, env_not_object), the keys unknown without it, and the line every page
+    (the report's banner, compare's console and pages) says it in."""
+    code: str
+    unknown: tuple[str, ...]
+    line: str
+
+
+def _env_gap(folder: Path, data: bytes | None) -> Gap | None:
+    """env.json missing, not JSON, or JSON but not an object: all of it unknown."""
+    unknown = f"{', '.join(FROM_ENV)} unknown"
+    if data is None:
+        return Gap("no_env", FROM_ENV, f"{folder}: no {ENV_JSON}: {unknown}")
+    try:
+        env = json.loads(data.decode())
+    except ValueError as exc:  # UnicodeDecodeError is one too
+        return Gap("env_not_json", FROM_ENV, f"{folder / ENV_JSON}: not readable JSON "
+                                             f"({type(exc).__name__}): {unknown}")
+    if not isinstance(env, dict):
+        return Gap("env_not_object", FROM_ENV, f"{folder / ENV_JSON}: a JSON "
+                                               f"{type(env).__name__}, not an object: {unknown}")
+    return None
 
 
 class RunFolder:
@@ -179,6 +212,22 @@ class RunFolder:
             frame = None
         return pd.DataFrame(columns=list(FINDING_COLUMNS)) if frame is None else frame
 
+    @cached_property
+    def gaps(self) -> tuple[Gap, ...]:
+        """The files the folder lacks or cannot be read as what they are, and what is unknown
+        without them (their lines are among `problems`)."""
+        gaps = []
+        # samples.csv is the largest file: looked for, not read, where no one has read it.
+        if (self._bytes[SAMPLES_CSV] is None if SAMPLES_CSV in self._bytes
+                else not (self.folder / SAMPLES_CSV).is_file()):
+            gaps.append(Gap("no_samples", FROM_SAMPLES,
+                            f"{self.folder}: no {SAMPLES_CSV}: {', '.join(FROM_SAMPLES)} cannot "
+                            "be recomputed from the timed calls (they stand as the run wrote "
+                            "them)"))
+        if env := _env_gap(self.folder, self._data(ENV_JSON)):
+            gaps.append(env)
+        return tuple(gaps)
+
     @property
     def problems(self) -> list[str]:
         """What does not add up in the folder, a line each: in measurements.csv, in the other
@@ -219,12 +268,12 @@ class RunFolder:
             problems.append(f"{folder}: no {RUN_JSON}: whether the run completed is unknown")
         if self._version[1]:
             problems.append(self._version[1])
-        if self._env[1]:
-            problems.append(self._env[1])
+        gaps = self.gaps
+        problems += [gap.line for gap in gaps]
+        if self._env[1] and not any(gap.unknown == FROM_ENV for gap in gaps):
+            problems.append(self._env[1])  # keys of the wrong type in a readable object
         if impossible := measurements.attrs.get("impossible"):
             problems.append(f"{folder / MEASUREMENTS_CSV}: {impossible}: read as missing")
-        if not (folder / ENV_JSON).is_file():
-            problems.append(f"{folder}: no {ENV_JSON} (machine, versions and peaks unknown)")
         if not (folder / FINDINGS_CSV).is_file():
             problems.append(f"{folder}: no {FINDINGS_CSV}: no findings to show")
         return problems

@@ -71,6 +71,11 @@ class ProfileStats:
     backend: str | None = None
     trace: str | None = None
     table: str | None = None
+    # The profile guarded like the rounds (suites/harness/profile_guard.py): clean, or why its
+    # figures are not to be read as fact, and how many times it was taken.
+    profile_state: str | None = None
+    profile_reason: str | None = None
+    profile_takes: float = NAN
 
 
 @dataclass
@@ -86,6 +91,8 @@ class Roofline:
     gbps: float = NAN
     pct_peak: float = NAN
     roofline_bound: str | None = None
+    ridge: float = NAN      # FLOP/B where the roofs meet, at the level its bytes fit in
+    roof_gbps: float = NAN  # that level's measured copy bandwidth
 
 
 PARTS = {"timing": TimingStats, "check": Check, "profile": ProfileStats, "roofline": Roofline}

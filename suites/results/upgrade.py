@@ -87,10 +87,18 @@ def _from_4(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
 
 
+def _from_5(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """Version 5 to 6: a row's bound states the ridge and the bandwidth it was judged against
+    (ridge, roof_gbps), and its profile is judged like a timing round (profile_state,
+    profile_reason, profile_takes). A run of version 5 judged neither: the columns stay empty,
+    and its bound stands as it wrote it."""
+    return with_empty(frame, SCHEMA_COLUMNS[name]) if name in SCHEMA_COLUMNS else frame
+
+
 # version -> the step from it to the next one.
 STEPS: dict[int, Callable[[str, pd.DataFrame], pd.DataFrame]] = {0: _from_0, 1: _from_1,
                                                                   2: _from_2, 3: _from_3,
-                                                                  4: _from_4}
+                                                                  4: _from_4, 5: _from_5}
 
 
 def upgrade(name: str, frame: pd.DataFrame, version: int) -> pd.DataFrame:

@@ -10,7 +10,6 @@ compares.
 """
 from __future__ import annotations
 
-import html
 import json
 import platform
 import re
@@ -18,7 +17,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -26,7 +24,6 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "python run_suite.py suite=matmul_add suite.dtypes=[float32]"
 TRACE = "tests/fixtures/gpu_traces/a100_triton_pointwise.json.gz"
-WIDTH = 100  # the report's answer, wrapped as the README's text is
 
 
 @dataclass(frozen=True)
@@ -54,12 +51,12 @@ def _run(work: Path, folder: str) -> Path:
     return out
 
 
-TABLE_ROWS = 9  # of the run's table shown in the README: its quick start stays short
+TABLE_ROWS = 6  # of the run's table shown in the README: its quick start stays short
 
 
 def run_output(work: Path) -> str:
-    """The end of what a run prints: its table of rows (the first few) and what to read with
-    care."""
+    """The end of what a run prints: its table of rows (the first few), what to read with care,
+    the report's answer and the audit of its pages."""
     out = _run(work, "a")
     lines = (work / "a.txt").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if "us/call" in line and "variant" in line)
@@ -72,17 +69,6 @@ def run_output(work: Path) -> str:
         rows = rows[:TABLE_ROWS] + [f"  ... ({len(rows)} ok rows in all)"]
     text = "\n".join([lines[start], *rows, *lines[end:]])
     return text.replace(str(out), "results/matmul_add/<time>") + "\n"
-
-
-def answer_text(work: Path) -> str:
-    """The report's first screen, as text: the answer and its lines (report.html's #verdict)."""
-    page = (_run(work, "a") / "report.html").read_text()
-    block = page.split("<p id='verdict'>", 1)[1].split("</div>", 1)[0]
-    block = re.sub(r"<li>", "- ", block)
-    block = re.sub(r"</(p|li)>", "\n", block)
-    lines = html.unescape(re.sub(r"<[^>]+>", "", block)).strip().splitlines()
-    return "".join(textwrap.fill(line, WIDTH, subsequent_indent="  " if line.startswith("- ")
-                                 else "") + "\n" for line in lines)
 
 
 def compare_output(work: Path) -> str:
@@ -99,7 +85,6 @@ def analyze_output(work: Path | None = None) -> str:
 
 SAMPLES = {s.name: s for s in (
     Sample("run", RUN, run_output),
-    Sample("answer", f"{RUN}   # then report.html's first screen", answer_text),
     Sample("compare", f"python -m suites.compare <run A> <run B>   # two runs of: {RUN}",
            compare_output),
     Sample("analyze", f"python -m suites.analyze {TRACE}", analyze_output, machine_free=True),

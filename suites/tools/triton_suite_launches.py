@@ -13,11 +13,25 @@ from functools import partial
 from kernels.base import DEFAULT_MODE
 from suites.tools.triton_capture import Launch, _capture, _gpu_stand_ins, _train_step
 
-# The suites whose every Triton launch is planned as well, from their CUDA grids. (The launch
-# suite is planned by hand in triton_launches.launches: its paths but the JIT's launch a
-# compiled kernel's handle, which a capture has not got, and they all launch nop_kernel as the
-# JIT path does.)
-SUITES = ("matmul_add", "linear", "mlp", "attention", "norm", "block")
+# The suites with Triton variants whose launches are planned by hand in
+# triton_launches.launches, not from their grids: the launch suite's paths but the JIT's launch
+# a compiled kernel's handle, which a capture has not got, and they all launch nop_kernel as
+# the JIT path does.
+PLANNED_BY_HAND = ("launch",)
+
+
+def planned_suites() -> tuple[str, ...]:
+    """The suites whose every Triton launch is planned from their CUDA grids, in ladder order:
+    each registered op with a triton-family variant (a new block's are planned without being
+    listed), but those planned by hand."""
+    from kernels import registry
+
+    def launches_triton(op: str) -> bool:
+        return any(registry.get_variant(op, v).family == "triton"
+                   for v in registry.variant_names(op))
+
+    return tuple(name for name in registry.op_names()
+                 if name not in PLANNED_BY_HAND and launches_triton(name))
 
 
 def _prepare_then_call(prepare, case, inputs):
@@ -79,7 +93,7 @@ def grid_launches(dtype: str, arch: int) -> list[Launch]:
     from suites.config.suite_table import device_grid
 
     out = []
-    for name in SUITES:
+    for name in planned_suites():
         grid = device_grid(name, "cuda")
         if dtype not in grid["dtypes"]:
             continue

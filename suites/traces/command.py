@@ -194,11 +194,7 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
              f"mode: {mode}{' on ' + device if device else ''}; {len(profile.steps)} step(s)"
              + (f"; {job}: pass a folder holding every rank's trace to compare the ranks"
                 if job else "")]
-    for why, count in trace.skipped.items():
-        device = trace.skipped_device.get(why)
-        lines.append(f"note: {count} events skipped: {why}" + (
-            f" ({device} of them device activities: the busy time, kernel counts and verdict "
-            "leave them out)" if device else ""))
+    lines += skipped_lines(trace)
     for cat, count in unread_device_categories(trace).items():
         lines.append(f"note: {count} activities of category {cat} not analysed")
     if len(analysis.step_processes) > 1:
@@ -238,6 +234,19 @@ def summary(path: Path, profile: CallProfile, findings, top: int,
     lines += ["", "findings:"] + ([f"  [{f.severity}] {f.code}: {f.statement}" for f in findings]
                                    or ["  (none)"])
     return "\n".join(lines)
+
+
+def skipped_lines(trace) -> list[str]:
+    """One note per reason events were left out: how many, how many of them were the device's,
+    and the first one's name, to find it in the file."""
+    lines = []
+    for why, count in trace.skipped.items():
+        device = trace.skipped_device.get(why)
+        first = trace.skipped_first.get(why)
+        lines.append(f"note: {count} events skipped: {why}" + (
+            f" ({device} of them device activities: the busy time, kernel counts and verdict "
+            "leave them out)" if device else "") + (f"; the first: {first}" if first else ""))
+    return lines
 
 
 # The console's kernel tables: time and occupancy for the top kernels, identity and achieved
@@ -312,7 +321,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--suggest", action="store_true",
                         help="after the diagnosis: the op groups worth fusing, matched to "
                              "fusebench's blocks at the trace's shapes, and a Hydra experiment "
-                             "that sweeps them (suites/traces/suggest/)")
+                             "that sweeps them, each group replayed alone (suites/suggest/; "
+                             "python -m suites.analyze only)")
     parser.add_argument("--out", type=Path, help="--suggest's folder (default: "
                                                  "./suggested/<trace name>)")
     parser.add_argument("--scale", type=float, default=1.0,
@@ -349,7 +359,9 @@ def _check_names(trace, args) -> None:
 outlive_the_run: list | None = None
 
 
-def analyze_trace(args) -> None:
+def analyze_trace(args, suggest=None) -> None:
+    """`suggest(trace, steps, args) -> lines`: --suggest's, given by the entry point that may
+    import the suggest room (suites/analyze.py); the trace room may not (tests/test_layers.py)."""
     # Checked before the trace is read (a minute for a large one): --top 0 or -1 would list no
     # kernels, or all but the last, without a word.
     if args.top < 1:
@@ -365,6 +377,9 @@ def analyze_trace(args) -> None:
             raise ConfigError("--suggest reads one trace: give one rank's")
         analyze_ranks(paths, args)
         return
+    if args.suggest and suggest is None:
+        raise ConfigError("--suggest is python -m suites.analyze's (this entry reads traces "
+                          "only): run it there")
     args.trace = paths[0]
     started = time.perf_counter()
     trace = read_trace(args.trace)
@@ -390,9 +405,7 @@ def analyze_trace(args) -> None:
         _write_csv(args.csv / "findings.csv", [f.as_row() for f in findings])
         print(f"\ncsv: {args.csv}")
     if args.suggest:  # last: its final line is the command that runs the sweep
-        from suites.traces.suggest import command as suggest
-        print("\n".join(suggest.run(trace, len(profile.steps), args.out, args.replay,
-                                     args.scale)))
+        print("\n".join(suggest(trace, len(profile.steps), args)))
 
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -472,11 +485,11 @@ def _mkdir(folder: Path) -> None:
         raise ConfigError(f"--csv {folder}: cannot make the folder ({exc.strerror})") from None
 
 
-def main(argv=None) -> int:
+def main(argv=None, suggest=None) -> int:
     # A trace that cannot be read or analysed (TraceFormatError, an InputError), a bad flag
     # (ConfigError) or an unreadable path is one line and exit code 2; argparse's own errors
-    # keep argparse's usage message.
-    return cli.run_main(_parser(), analyze_trace, argv)
+    # keep argparse's usage message. `suggest`: analyze_trace's.
+    return cli.run_main(_parser(), lambda args: analyze_trace(args, suggest), argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import re
 
 from suites.traces.events import Event, Trace
 from suites.traces.gpu_specs import unnamed_device
+from suites.traces.op_kinds import is_gpu_op_name, names_cpu_kernel
 
 GPU = "cuda"
 # A trace from a machine with a device whose activities this tool does not read (a CUPTI
@@ -34,31 +35,42 @@ def on_gpu(device: str) -> bool:
 def trace_mode(trace: Trace) -> str:
     """`cuda` when the trace holds device activities (kernels, memcpy, memset; CUDA's or
     ROCm's); `host-only` when it shows a device but none of its activities (runtime calls,
-    device properties, device categories this tool does not read); else `cpu`: a CPU-only
-    trace's "kernels" are its compute ops."""
+    device categories this tool does not read, an op only a GPU job runs, device properties);
+    else `cpu`: a CPU-only trace's "kernels" are its compute ops.
+
+    Device properties alone say only that the machine has a GPU: Kineto built with CUPTI writes
+    them whatever activities were recorded. So an op that names its CPU kernel (CPU SDPA's
+    `_for_cpu`, Inductor's C++ kernels) outweighs them: the work ran on the CPU, as in a run
+    with device=cpu on a GPU machine; without such an op the trace stays host-only."""
     if trace.device:
         return GPU
-    if (trace.runtime or unread_device_categories(trace) or _device_properties(trace.meta)
-            or gpu_job_hint(trace)):
+    if trace.runtime or unread_device_categories(trace) or gpu_job_hint(trace):
+        return HOST_ONLY
+    if _device_properties(trace.meta) and not cpu_kernel_hint(trace):
         return HOST_ONLY
     return "cpu"
 
 
-# Names only a GPU job's host side records: its ops (the fused attention kernels' wrappers, cuDNN,
-# stream handling) and its collectives. One reading per job: a trace of a GPU job recorded
-# without its device side reads as one with device metadata does, whatever metadata was kept.
-_GPU_OP_NAMES = re.compile(r"cuda|cudnn|nccl|rccl|_flash_attention|_efficient_attention|"
-                           r"record_stream", re.IGNORECASE)
+def cpu_kernel_hint(trace: Trace) -> str:
+    """The first op that names its CPU kernel (op_kinds.names_cpu_kernel), or ""."""
+    for event in trace.cpu_ops:
+        if names_cpu_kernel(event.name):
+            return event.name
+    return ""
 
 
 def gpu_job_hint(trace: Trace) -> str:
-    """Why the trace is a GPU job's though it holds no device activity, or ""."""
+    """Why the trace is a GPU job's though it holds no device activity, or "": its process
+    group's backend, or an op only a GPU job's host side runs (op_kinds.is_gpu_op_name; never
+    one a CPU computes, as CPU SDPA's aten::_scaled_dot_product_flash_attention_for_cpu). One
+    reading per job: a trace of a GPU job recorded without its device side reads as one with
+    device metadata does, whatever metadata was kept."""
     info = trace.meta.get("distributedInfo")
     backend = str(info.get("backend", "")) if isinstance(info, dict) else ""
     if re.search(r"nccl|xccl|hccl|mtia", backend, re.I):  # an accelerator's collectives
         return f"its process group's backend is {info['backend']}"
     for event in trace.cpu_ops:
-        if _GPU_OP_NAMES.search(event.name):
+        if is_gpu_op_name(event.name):
             return f"it runs {event.name}"
     return ""
 

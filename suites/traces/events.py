@@ -15,7 +15,6 @@ decoding it.
 from __future__ import annotations
 
 import gc
-import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from suites.traces import begin_end, split_read
+from suites.traces.event_times import (CLOCK_LIMIT_US, STEP_PREFIX, count_skipped,
+                                       drop_impossible, read_problem)
 from suites.traces.event_args import GEMM_OPS, event_info
 # Read here, and by whoever reads a trace's raw events or its errors:
 from suites.traces.trace_text import (DECODER, RawArgs, RawEvent, TraceFormatError,  # noqa: F401
@@ -66,16 +67,8 @@ _CATEGORY_ALIASES = {"memcpy": "gpu_memcpy", "memset": "gpu_memset", "runtime": 
 
 _ARGS_NOT_OBJECT = "args not an object (kept without them)"
 _NOT_AN_OBJECT = "not a JSON object (a number, string, list or null in traceEvents)"
-# A complete event cannot outlast the trace it is in. The trace's span is taken from its events'
-# start times, which a corrupt duration (1e308, a wrapped counter) cannot stretch; the margin is
-# wide because a range may legitimately hold a long idle tail after the last event that starts in
-# it (50 times the starts' span in this project's synthetic traces, 1.002 in the real ones).
-# ProfilerStep ranges are exempt: the profiler writes the end of the step it stops in late (13 s
-# in a 355 ms trace), and steps.py cuts such a step at the trace's end.
-_OVERLONG_FACTOR = 1000
-_OVERLONG = (f"a duration longer than the trace (over {_OVERLONG_FACTOR} times the span of its "
-             "events' start times)")
-# What _number() accepts, as exact types (the decoder makes no subclasses): bool is not a number.
+# What the reader takes for a number, as exact types (the decoder makes no subclasses): bool is
+# not a number.
 _NUMBER_TYPES = frozenset({int, float})
 
 _EVENT_DOC = """One complete ('X') event, reduced to what the analysis reads. `self_us` (a cpu op's
@@ -136,6 +129,7 @@ class Trace:
     meta: dict = field(default_factory=dict)  # top-level keys other than traceEvents
     n_events: int = 0
     skipped: dict = field(default_factory=dict)  # why -> events left out as malformed
+    skipped_first: dict = field(default_factory=dict)  # why -> the first such event's name
     # why -> how many of the skipped were device activities (lost from the device's figures;
     # exact copies are not: each is counted once)
     skipped_device: dict = field(default_factory=dict)
@@ -147,30 +141,10 @@ class Trace:
     begin_end: list = field(default_factory=list)
 
 
-def _number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _problem(ts, dur) -> str:
-    """Why a complete event's raw `ts` and `dur` cannot be used. A missing duration is not 0:
-    counted as 0, a kernel would vanish from the device's busy time without a word."""
-    if ts is None:
-        return "no timestamp"
-    if _number(ts) is None:
-        return "a timestamp that is not a number"
-    if dur is None:
-        return "no duration"
-    if _number(dur) is None:
-        return "a duration that is not a number"
-    if not math.isfinite(ts) or not math.isfinite(dur):
-        return "a time that is not finite"
-    return "negative duration"
-
-
 DUPLICATE = "an exact copy of an earlier event (same name, category, times, thread and ids)"
 
 
-def _drop_copies(events: list[Event], skipped: dict) -> list[Event]:
+def _drop_copies(events: list[Event], trace: "Trace") -> list[Event]:
     """`events` (in nesting order) without exact copies: a trace merged twice, or written by a
     tool that repeats events, would count each kernel, copy and op again. Copies share a start
     and a duration, so only a run of events with equal (ts, dur), adjacent after sorting, is
@@ -186,7 +160,7 @@ def _drop_copies(events: list[Event], skipped: dict) -> list[Event]:
             seen = {_copy_key(previous)}
         key = _copy_key(event)
         if key in seen:
-            skipped[DUPLICATE] = skipped.get(DUPLICATE, 0) + 1
+            count_skipped(trace, DUPLICATE, event.name)
             continue
         seen.add(key)
         kept.append(event)
@@ -280,10 +254,9 @@ def _read_events(path, trace: Trace) -> None:
             sort_nesting_order(getattr(trace, name))
     if trace.begin_end:
         _add_begin_end(trace)
-    limit = _duration_limit([getattr(trace, name) for name in _LISTS])
+    drop_impossible(trace, _LISTS)  # event_times.py
     for name in _LISTS:
-        events = _drop_overlong(getattr(trace, name), limit, trace, name == "device")
-        setattr(trace, name, _drop_copies(events, trace.skipped))
+        setattr(trace, name, _drop_copies(getattr(trace, name), trace))
 
 
 def _add_begin_end(trace: Trace) -> None:
@@ -316,6 +289,7 @@ def _tail_events(batches, meta: dict) -> dict:
         sort_nesting_order(events)
         lists[name] = [list(map(field, events)) for field in _SENT_FIELDS]
     return {"lists": lists, "n_events": part.n_events, "begin_end": part.begin_end,
+            "skipped_first": part.skipped_first,
             **{name: getattr(part, name) for name in _COUNTS}}
 
 
@@ -326,6 +300,8 @@ def _add_tail(trace: Trace, tail: dict, meta: dict) -> None:
         counts = getattr(trace, name)
         for key, n in tail[name].items():
             counts[key] = counts.get(key, 0) + n
+    for why, first in tail["skipped_first"].items():  # the head's, earlier in the file, first
+        trace.skipped_first.setdefault(why, first)
     lists = tail.pop("lists")
     for name in _LISTS:
         *fields, infos = lists.pop(name)  # each list's columns freed once its events are made
@@ -359,7 +335,7 @@ def _keep(batches, trace: Trace) -> None:
     annotations, other, skipped = trace.annotations, trace.other_categories, trace.skipped
     begin_ends = trace.begin_end
     device, skipped_device = trace.device, trace.skipped_device
-    isfinite, numbers = math.isfinite, _NUMBER_TYPES
+    clock, numbers = CLOCK_LIMIT_US, _NUMBER_TYPES
     for batch in batches:
         trace.n_events += len(batch)
         # This loop runs once per event (millions): hence local names and no helper calls on
@@ -386,7 +362,7 @@ def _keep(batches, trace: Trace) -> None:
             # Older traces emit steps as cpu ops; the copy of each step that newer ones put on
             # the GPU's timeline (gpu_user_annotation) is not a step of its own. (Only a str
             # name can start so: str() of any other JSON value starts otherwise.)
-            if not on_gpu and type(name) is str and name.startswith("ProfilerStep#"):
+            if not on_gpu and type(name) is str and name.startswith(STEP_PREFIX):
                 bucket = annotations
             elif bucket is None:
                 other[cat] = other.get(cat, 0) + 1
@@ -399,10 +375,11 @@ def _keep(batches, trace: Trace) -> None:
                 else:
                     continue
             ts, dur = raw.ts, raw.dur
-            if not (type(ts) in numbers and type(dur) in numbers and isfinite(ts)
-                    and isfinite(dur) and dur >= 0):
-                problem = _problem(ts, dur)  # left out, and counted: a reader is told why
-                skipped[problem] = skipped.get(problem, 0) + 1
+            # Comparisons NaN and infinities fail; times past the clock (event_times.py) too.
+            if not (type(ts) in numbers and type(dur) in numbers and dur >= 0
+                    and -clock <= ts and ts + dur <= clock):
+                problem = read_problem(ts, dur)  # left out, and counted: a reader is told why
+                count_skipped(trace, problem, name)
                 if bucket is device:
                     skipped_device[problem] = skipped_device.get(problem, 0) + 1
                 continue
@@ -435,28 +412,3 @@ def _keep(batches, trace: Trace) -> None:
             if (cat == "kernel" or interned in GEMM_OPS) and type(args) is RawArgs:
                 event.info = event_info(cat, interned, args, infos)
             bucket.append(event)
-
-
-def _duration_limit(sorted_lists: list[list[Event]]) -> float | None:
-    """The longest duration an event of the trace can have (see _OVERLONG_FACTOR), from the
-    span of the events' starts (each list sorted by start); None where every event starts at one
-    instant: nothing to judge a duration by."""
-    firsts = [events[0].ts for events in sorted_lists if events]
-    lasts = [events[-1].ts for events in sorted_lists if events]
-    span = max(lasts, default=0.0) - min(firsts, default=0.0)
-    return _OVERLONG_FACTOR * span if span > 0 else None
-
-
-def _drop_overlong(events: list[Event], limit: float | None, trace: Trace,
-                   device: bool) -> list[Event]:
-    """`events` without those longer than `limit`, counted in trace.skipped: one such kernel
-    or op would make every sum it is in a 300-digit number."""
-    if limit is None or max(map(_DURATION, events), default=0.0) <= limit:
-        return events
-    kept = [e for e in events if e.dur <= limit or e.name.startswith("ProfilerStep#")]
-    dropped = len(events) - len(kept)
-    if dropped:
-        trace.skipped[_OVERLONG] = trace.skipped.get(_OVERLONG, 0) + dropped
-        if device:
-            trace.skipped_device[_OVERLONG] = trace.skipped_device.get(_OVERLONG, 0) + dropped
-    return kept

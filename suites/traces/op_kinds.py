@@ -83,6 +83,36 @@ def is_inductor_cpu_kernel(name: str) -> bool:
     return "cpp_fused" in name or name.startswith("cpp_kernel")
 
 
+# Names that only a GPU job's host side records: a GPU library's calls (cuDNN, NCCL, RCCL, the
+# CUDA runtime's), the fused attention kernels' wrappers, stream handling.
+_GPU_LIBRARY = re.compile(r"cuda|cudnn|nccl|rccl|_flash_attention|_efficient_attention|"
+                          r"record_stream", re.IGNORECASE)
+# An op that names its CPU kernel: SDPA's flash backend on a CPU is
+# aten::_scaled_dot_product_flash_attention_for_cpu (and its _backward), and the like
+# (aten::_weight_int4pack_mm_for_cpu, aten::_grid_sampler_2d_cpu_fallback,
+# quantized::int4mm_packed_weight_cpu): the name says where it ran, whatever library name it
+# shares with a GPU's op. Not aten::_to_cpu, a GPU job's copy to the host.
+_CPU_KERNEL = re.compile(r"_for_cpu(_|$)|_cpu_fallback|(?<!_to)_cpu$", re.IGNORECASE)
+# A question any device asks about a GPU library before it computes: aten::cudnn_is_acceptable
+# (every CPU convolution and batch norm asks it), aten::_use_cudnn_rnn_flatten_weight.
+_LIBRARY_QUESTION = re.compile(r"::_?(use|is|can_use|has)_|_is_acceptable", re.IGNORECASE)
+
+
+@_per_name
+def names_cpu_kernel(name: str) -> bool:
+    """An op that computes on the CPU by its name: one that names its CPU kernel (`_for_cpu`),
+    or Inductor's C++ kernels. Its self time is computation, on any trace."""
+    return bool(_CPU_KERNEL.search(name)) or is_inductor_cpu_kernel(name)
+
+
+@_per_name
+def is_gpu_op_name(name: str) -> bool:
+    """Whether a host-side op's name says a GPU ran the job (device_time.gpu_job_hint). Never an
+    op any CPU runs: tests/test_trace_analysis.py checks every op with a CPU kernel in torch."""
+    return (bool(_GPU_LIBRARY.search(name)) and not names_cpu_kernel(name)
+            and not _LIBRARY_QUESTION.search(name))
+
+
 def is_cpu_kernel(op: Event) -> bool:
     """A CPU op that computes: Inductor's C++ kernels, and namespaced ops (aten::, mkldnn::...)
     that are neither metadata-only nor known composites. Decided by name alone, so the count per

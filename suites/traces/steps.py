@@ -260,10 +260,13 @@ def _call_range(trace: Trace, step: Event, label: str | None) -> Event:
 
 
 def analyze(trace: Trace, label: str | None = None,
-            step_pattern: str | None = None) -> TraceAnalysis:
-    """Metrics for every step; `label` names the record_function range around each call."""
+            step_pattern: str | None = None, device: str | None = None) -> TraceAnalysis:
+    """Metrics for every step; `label` names the record_function range around each call.
+    `device`: what the recorder knows ran the calls; "cpu" (a suite's CPU case, on a machine
+    that may have a GPU whose properties Kineto writes anyway) reads a trace without device
+    activities as the CPU's, whatever its ops' names suggest."""
     origins = nest_cpu_events(trace)
-    mode = trace_mode(trace)
+    mode = "cpu" if device == "cpu" and not trace.device else trace_mode(trace)
     gpu = on_gpu(mode)
     launches: dict = {}  # correlation id -> its first launch call (runtime before driver)
     for call in trace.runtime:

@@ -11,8 +11,10 @@ runs carry one) decides: equivalent when its 90% interval lies within +-floor; e
 slower when its 99% interval excludes 1; else inconclusive, with the smallest change the pair
 could have seen (mde). Every row of either side is listed; noisy rows and rows with too few
 rounds are "not comparable", with the reason. Settings the runs do not share are warned of
-first; runs on different kinds of device are refused.
-Writes compare.csv, compare.md, compare.html and compare.png; prints the table and the folder.
+first; runs on different kinds of device, or that share no row, are refused (exit 2).
+Writes compare.csv, compare.md, compare.html and compare.png; prints the table, the summary,
+the folder, and last the audit of what it wrote (suites/reports/compare/audit.py: each row's
+verdict against its own intervals, the summary against compare.csv, the md against the html).
 """
 from __future__ import annotations
 
@@ -22,13 +24,14 @@ from datetime import datetime
 from pathlib import Path
 
 from suites.common import cli
-from suites.reports.compare import decision
+from suites.reports.compare import audit, decision
 from suites.reports.compare.drift import DRIFT_SD, differences, drifts
-from suites.reports.compare.loading import load_side, shared_figure
-from suites.reports.compare.outputs import warning_lines, write_all
+from suites.reports.compare.loading import Side, load_side, shared_figure
+from suites.reports.compare.outputs import care_lines, warning_lines, write_all
 from suites.reports.compare.plot import write_plot
-from suites.reports.compare.joined import Basis, Rule, compare_rows, summary_lines
-from suites.common.errors import ConfigError
+from suites.reports.compare.joined import (Basis, Rule, compare_rows, shared_rows,
+                                           summary_lines)
+from suites.common.errors import ConfigError, InputError
 
 DEFAULT_ROOT = Path("results") / "compare"  # next to the runs Hydra writes under results/
 
@@ -76,6 +79,11 @@ def _out_dir(out: Path | None) -> Path:
     raise ConfigError(f"{DEFAULT_ROOT}: could not create a fresh output folder")
 
 
+def _rows_of(side: Side) -> str:
+    suites = ", ".join(dict.fromkeys(side.rows["suite"].astype(str)))
+    return f"{len(side.rows)} rows" + (f" of {suites}" if suites else "")
+
+
 def compare(args) -> Path:
     rule = _rule(args)
     if Path(args.run_a).resolve() == Path(args.run_b).resolve():
@@ -87,6 +95,10 @@ def compare(args) -> Path:
     basis = Basis(rule, shared_figure(side_a, side_b), drifts(side_a, side_b, rule.drift_sd),
                   differences(side_a, side_b))  # differences: an InputError across devices
     frame = compare_rows(side_a, side_b, rule, basis.figure, basis.drift)
+    if not shared_rows(frame):
+        raise InputError(f"A {args.run_a} ({_rows_of(side_a)}) and B {args.run_b} "
+                         f"({_rows_of(side_b)}) share no row (suite, case_id, variant): "
+                         "compare runs of one suite and grid")
     summary = summary_lines(frame)
     out_dir = _out_dir(args.out)
     plot = write_plot(frame, out_dir / "compare.png", rule.floor)
@@ -95,8 +107,10 @@ def compare(args) -> Path:
         print(line)
     print(table)
     print()
-    print("\n".join(side_a.incomplete + side_b.incomplete + summary + basis.lines()))
+    print("\n".join(care_lines(side_a, side_b) + summary + basis.lines()))
     print(f"compare folder: {out_dir}")
+    # Every compare audits what it wrote; its first line ends the output, the exit code stays 0.
+    print(audit.audit(out_dir).lines()[0])
     return out_dir
 
 

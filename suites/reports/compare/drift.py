@@ -112,8 +112,10 @@ def _values(facts: list[RunFacts], name: str) -> str:
     return ", ".join(dict.fromkeys(f.settings.get(name, "-") for f in facts))
 
 
-def _device_kind(value: str) -> str:
-    return value.split(":")[0].split(" ")[0]  # cuda:0 is cuda
+def _device_kinds(values: str) -> set[str]:
+    """The kinds of device named in a joined `_values` string: cuda:0 is cuda; `-` (a run
+    whose env.json cannot say) names none."""
+    return {v.split(":")[0].split(" ")[0] for v in values.split(", ") if v != "-"}
 
 
 def differences(a: Side, b: Side) -> list[str]:
@@ -129,11 +131,13 @@ def differences(a: Side, b: Side) -> list[str]:
         for name in names:
             va, vb = _values(fa[suite], name), _values(fb[suite], name)
             # Another preset sets every timing.* value anew: the preset names them all.
-            if va == vb or (presets_differ and name.startswith("timing.")):
+            # A setting one side cannot say (its env.json missing or corrupt) is unknown, not
+            # different: the reader's line, among compare's lines to read with care, says so.
+            if va == vb or "-" in (va, vb) or (presets_differ and name.startswith("timing.")):
                 continue
             where = f"{suite}: " if len(shared) > 1 else ""
-            if name == "device" and {_device_kind(v) for v in va.split(", ")} != \
-                    {_device_kind(v) for v in vb.split(", ")}:
+            kinds = (_device_kinds(va), _device_kinds(vb))
+            if name == "device" and all(kinds) and kinds[0] != kinds[1]:
                 raise InputError(f"{where}device: A {va}, B {vb}: rows timed on different kinds "
                                  "of device do not measure the same thing; compare runs of one "
                                  "device")

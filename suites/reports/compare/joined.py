@@ -3,7 +3,9 @@ dropped; rows that cannot be compared say why in `note` (a `noisy` row, too few 
 a row only one side has). `n_a`, `n_b`: the clean rounds each side's verdict rests on; `ci_low`,
 `ci_high` the 99% interval of B/A (faster or slower), `eq_low`, `eq_high` the 90% one
 (equivalent), `mde` the smallest slowdown the pair would call with 80% power (a fraction),
-`drift_sd` the drift of a run the row's model used."""
+`drift_sd` the drift of a run the row's model used, `floor` the equivalence band, `held` what
+keeps the row from faster or slower whatever its intervals (decision.TWO_STATES): with these a
+row's verdict is decision.verdict of its own columns."""
 from __future__ import annotations
 
 import math
@@ -21,8 +23,8 @@ from suites.harness.two_states import two_states
 from suites.results.intervals import run_ratio
 
 COLUMNS = ["suite", "case_id", "variant", "dtype", "a_us", "b_us", "ratio",
-           "ci_low", "ci_high", "eq_low", "eq_high", "verdict", "mde", "drift_sd", "n_a", "n_b",
-           "status_a", "status_b", "note"]
+           "ci_low", "ci_high", "eq_low", "eq_high", "verdict", "held", "mde", "drift_sd", "floor",
+           "n_a", "n_b", "status_a", "status_b", "note"]
 NAN = float("nan")
 VERDICTS = [Change.FASTER, Change.SLOWER, Change.EQUIVALENT, Change.INCONCLUSIVE,
             "not comparable", "only in A", "only in B"]
@@ -106,16 +108,16 @@ def _judge(out: dict, a_rounds, b_rounds, rule: Rule, drift: Drift) -> None:
                        "rounds a side needed): ratio of the rows' recorded times, no CI")
         return
     r = run_ratio(a_rounds, b_rounds, drift.sd, drift.dof)
-    cls = decision.change(r, rule.floor)
-    out.update(ratio=r.ratio, ci_low=r.low, ci_high=r.high, eq_low=r.eq_low, eq_high=r.eq_high,
-               mde=r.mde, verdict=str(cls),
-               note=decision.note(r, rule.floor, cls, aa_control=drift.from_aa_control))
     states = _two_states(a_rounds, b_rounds)
-    if states and cls in (Change.FASTER, Change.SLOWER):
-        out.update(verdict=str(Change.INCONCLUSIVE),
-                   note=f"would read {cls}, but the variant runs in two states of its own "
-                        f"({states}): the runs mix them differently, which is not a change of "
-                        "the code; the two_states finding says more")
+    held = decision.TWO_STATES if states else None
+    cls, unheld = decision.change(r, rule.floor, held), decision.change(r, rule.floor)
+    out.update(ratio=r.ratio, ci_low=r.low, ci_high=r.high, eq_low=r.eq_low, eq_high=r.eq_high,
+               mde=r.mde, verdict=str(cls), held=held,
+               note=decision.note(r, rule.floor, cls, aa_control=drift.from_aa_control))
+    if cls != unheld:
+        out["note"] = (f"would read {unheld}, but the variant runs in two states of its own "
+                       f"({states}): the runs mix them differently, which is not a change of "
+                       "the code; the two_states finding says more")
 
 
 def _pair(key: tuple, a, b, a_rounds, b_rounds, rule: Rule, drift: Drift,
@@ -126,7 +128,7 @@ def _pair(key: tuple, a, b, a_rounds, b_rounds, rule: Rule, drift: Drift,
     out.update(dtype=_value(a, "dtype") or _value(b, "dtype"),
                a_us=_ok_value(a, figure), b_us=_ok_value(b, figure),
                ratio=NAN, ci_low=NAN, ci_high=NAN, eq_low=NAN, eq_high=NAN, mde=NAN,
-               drift_sd=drift.sd,
+               held=None, drift_sd=drift.sd, floor=rule.floor,
                n_a=0 if a_rounds is None else len(a_rounds),
                n_b=0 if b_rounds is None else len(b_rounds),
                status_a=_value(a, "status"), status_b=_value(b, "status"), note="")
@@ -210,7 +212,9 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
                      "equivalent (the 90% interval reaches beyond the floor); these rows could "
                      f"have seen a change of {mde.min():.0%} to {mde.max():.0%} (mde)")
     lines += moved_together(frame)
-    both = frame["status_a"].notna() & frame["status_b"].notna()
-    if len(frame) and not both.any():
-        lines.append("no row is in both A and B: are these the same suite and grid?")
     return lines
+
+
+def shared_rows(frame: pd.DataFrame) -> int:
+    """The rows both sides hold: with none there is nothing to compare (command.py refuses)."""
+    return int((frame["status_a"].notna() & frame["status_b"].notna()).sum())

@@ -138,7 +138,10 @@ def _settings(run: RunFolder) -> dict[str, str]:
     and threads as resolved (env.json), torch, and the timing config (run.json)."""
     env, config = run.env, (run.state or {}).get("config") or {}
     timing = config.get("timing") if isinstance(config.get("timing"), dict) else {}
-    settings = {"device": env.get("device") or config.get("device"),
+    # The config's device where env.json cannot say (missing or corrupt): unless it is `auto`,
+    # which names no device (resolved at run time, into env.json).
+    asked = config.get("device") if config.get("device") != "auto" else None
+    settings = {"device": env.get("device") or asked,
                 "machine": env.get("gpu") or env.get("cpu"),
                 "threads": env.get("threads"), "torch": env.get("torch"),
                 "timing preset": timing.get("preset") or env.get("timing", {}).get("preset")}

@@ -1,6 +1,8 @@
 """compare.csv (tidy), compare.md (the table a reviewer pastes into a PR), compare.html (the same
 look as report.html, readable offline), the rule that produced the verdicts, in words, and the
-settings the two sides do not share, first."""
+settings the two sides do not share, first, then what the run folders lack or leave unsaid
+("read with care": a run incomplete, a file missing or unreadable, as the reader says it).
+audit.py reads these pages back: what it parses is written here."""
 from __future__ import annotations
 
 import html
@@ -12,6 +14,7 @@ from suites.common.numbers import missing, num, plain, ratio
 from suites.reports.compare.loading import Side, env_facts
 from suites.reports.compare.joined import Basis
 from suites.reports.kit import page as hp
+from suites.reports.kit.banner import banner_html
 
 VERDICT_CSS = """
 tr.faster td{background:#eaf6ec}tr.slower td{background:#fbeaea}
@@ -22,6 +25,17 @@ HTML_COLUMNS = {"case_id": "case", "variant": "variant", "a_us": "A us",
                 "b_us": "B us", "ratio": "B/A", "ci": "99% CI", "eq": "90% CI",
                 "verdict": "verdict", "mde": "mde", "n": "rounds A/B", "status": "status A/B",
                 "note": "note"}
+SUMMARY, CARE = "Summary", "Read with care"  # the headings of compare.md's and .html's lists
+
+
+def slug(verdict: str) -> str:
+    """A verdict as compare.html's row class: `not comparable` -> `not-comparable`."""
+    return str(verdict).lower().replace(" ", "-")
+
+
+def care_lines(a: Side, b: Side) -> list[str]:
+    """What the runs of either side lack or leave unsaid, a line each, the side first."""
+    return a.incomplete + b.incomplete
 
 
 def rule_text(basis: Basis) -> str:
@@ -88,8 +102,10 @@ def write_markdown(path: Path, frame, a: Side, b: Side, basis: Basis, summary: l
     table = markdown_table(frame)
     warnings = ["\n".join(f"- **{line}**" for line in warning_lines(basis))] \
         if basis.differences else []
-    text = "\n\n".join(["# fusebench compare: A vs B", *warnings, facts_markdown(a, b),
-                        rule_text(basis),
+    care = care_lines(a, b)
+    care = [f"## {CARE}\n\n" + "\n".join(f"- {line}" for line in care)] if care else []
+    text = "\n\n".join(["# fusebench compare: A vs B", *warnings, *care, facts_markdown(a, b),
+                        rule_text(basis), f"## {SUMMARY}",
                         "\n".join(f"- {line}" for line in summary + basis.lines()),
                         table]) + "\n"
     path.write_text(text, encoding="utf-8")
@@ -105,21 +121,21 @@ def write_html(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[
         columns = {"suite": "suite", **columns}
     # hp.table gives each <tr> the row's `status` as its class: use it for the verdict's color.
     shown = _display(frame).rename(columns={"status": "status_pair"}).assign(
-        status=frame["verdict"].str.lower().str.replace(" ", "-"))
+        status=frame["verdict"].map(slug))
     columns = {("status_pair" if c == "status" else c): h for c, h in columns.items()}
     warnings = [("A and B differ", hp.bullet_list(warning_lines(basis)))] \
         if basis.differences else []
     sections = [
         *warnings,
         ("Runs", hp.table(facts, {"fact": "", "A": "A", "B": "B"}, left=("fact", "A", "B"))),
-        ("Summary", hp.bullet_list(summary + basis.lines())
+        (SUMMARY, hp.bullet_list(summary + basis.lines())
          + f"<p>{html.escape(rule_text(basis))}</p>"),
         ("B / A per row", hp.image(plot)),
         ("All rows", hp.table(shown, columns, left=("suite", "case_id", "variant", "verdict",
                                                     "status_pair", "note"))),
     ]
     meta = html.escape(f"A: {a.path}   B: {b.path}")
-    page = hp.page("fusebench compare: A vs B", sections, meta)
+    page = hp.page("fusebench compare: A vs B", sections, meta, banner_html(care_lines(a, b)))
     path.write_text(page.replace("</style>", VERDICT_CSS + "</style>", 1), encoding="utf-8")
     return path
 

@@ -41,9 +41,11 @@ never raises its residual sum; with a minimum segment length the drop waits min_
 t is itself an admissible change). The penalty is BIC-like (Schwarz 1978: log n per parameter in
 -2 log-likelihood units; a change adds two, its position and its new level): beta = 2 log n by
 default. It only proposes: every step is then tested, so the penalty mostly sets how many
-candidates the test sees (3 log n, the modified BIC's, gave the same bench numbers). Segments are
-at least `min_size` runs long (default 3): a level held by one or two runs is an outlier run or a
-change too new to confirm, which the gate (suites/reports/history/gate.py) judges on the newest run.
+candidates the test sees (3 log n, the modified BIC's, gave the same bench numbers). For the
+search and the test, segments are at least `min_size` runs long (default 3): a level held by one
+or two runs is an outlier run or a change too new to confirm, which the gate
+(suites/reports/history/gate.py) judges on the newest run. That length only lets a step be
+called; it never chooses the step's place (below).
 
 The test. Each proposed step is judged between its two adjacent segments: the difference of
 their weighted mean log levels over its standard error sqrt(1/sum w_left + 1/sum w_right) (the
@@ -75,9 +77,19 @@ measured confidence interval. Here the fit is least squares on logs, with the we
 the between-run drift, solved exactly by PELT, and each step is tested; the code is our own, on
 numpy.
 
-Each step reports the index of the first run after it, the level before and after (exp of the
-weighted mean log figure, us), the ratio after/before with a 95% interval (same t and standard
-error as the test) and the p-value. A series shorter than `min_points` (4) returns no steps and
+The place. Once the test has kept a step, it is placed where the data puts it: the split between
+its neighbouring steps that minimises the weighted within-segment cost, with one run a side at
+least. A minimum length choosing the place would put a change at the fifth of six runs at the
+fourth, the only split that leaves three runs a side. The splits whose cost is within
+PLACE_CHI2 (3.84, chi-square's 95% point with one degree of freedom: the cost is in units of
+each point's variance) of the best are those the data cannot tell from it: the step lies
+between the run before the first of them and the last (`first`, `last`; both `index` where the
+data places it exactly).
+
+Each step reports the index of the first run after it (its best place) and that span, the level
+before and after (exp of the weighted mean log figure, us), the ratio after/before with a 95%
+interval (same t and standard error as the test), all at its place, and the p-value and z of the
+test that kept it. A series shorter than `min_points` (4) returns no steps and
 `enough=False`; the caller says why.
 
 How exactly a step can be placed is a matter of its size against a run's noise (drift and round
@@ -102,6 +114,11 @@ TAU_DOF_PER_DIFF = 0.3  # degrees of freedom of the MAD-of-differences variance 
 # Variance floor of one point, in logs (0.1%): a run whose rounds read identical values on a coarse
 # clock in a series with no drift is not infinitely precise.
 FLOOR_SD = 1e-3
+# The splits the data cannot tell apart: those whose weighted cost (in units of each point's
+# variance, so a chi-square) is within this of the best split's; 3.84 is chi-square's 95% point
+# with one degree of freedom, the likelihood-ratio confidence set for the change's place.
+PLACE_CHI2 = 3.84
+MIN_SIZE = 3  # runs a side of a step for the test to call it (the module's docstring says why)
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,17 @@ class Step:
     high: float
     p_value: float      # two-sided, nominal (kept only below alpha / C(n - 1, K), K steps)
     z: float            # the step in standard errors (t statistic)
+    first: int = -1     # the places the data cannot tell from `index` (PLACE_CHI2): the step
+    last: int = -1      # lies between runs first - 1 and last; first == last == index: exact
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a change lies in a span of a series: its best split (the first point after it)
+    and the splits the data cannot tell from it (first .. last, index among them)."""
+    index: int
+    first: int
+    last: int
 
 
 @dataclass(frozen=True)
@@ -267,14 +295,30 @@ def _test(sums: _Sums, s: int, k: int, t: int, w: np.ndarray, se2: np.ndarray, n
     return float(diff), se, z, dof, p
 
 
+def _costs(sums: _Sums, s: int, t: int, min_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(splits k of [s, t) with both sides at least min_size long, the cost of each)."""
+    ks = np.arange(s + min_size, t - min_size + 1)
+    return ks, sums.cost(np.full(ks.size, s), ks) + sums.cost(ks, np.full(ks.size, t))
+
+
 def _place(sums: _Sums, s: int, t: int, min_size: int) -> int:
     """The best single split of [s, t) with both sides at least min_size long."""
-    ks = np.arange(s + min_size, t - min_size + 1)
-    total = sums.cost(np.full(ks.size, s), ks) + sums.cost(ks, np.full(ks.size, t))
+    ks, total = _costs(sums, s, t, min_size)
     return int(ks[int(np.argmin(total))])
 
 
-def find_changes(points, *, min_size: int = 3, penalty: float | None = None,
+def place_in(sums: _Sums, s: int, t: int) -> Place:
+    """Where the data puts one change in [s, t): the split that minimises the within-segment
+    cost, one run a side at least (a minimum segment length would choose the place instead of
+    the data: six runs changing at the fifth split at the fourth), and every split within
+    PLACE_CHI2 of it, the span the data cannot tell apart."""
+    ks, total = _costs(sums, s, t, 1)
+    best = int(np.argmin(total))
+    near = ks[total - total[best] <= PLACE_CHI2]
+    return Place(int(ks[best]), int(near.min()), int(near.max()))
+
+
+def find_changes(points, *, min_size: int = MIN_SIZE, penalty: float | None = None,
                  alpha: float = 0.1, min_points: int = 4, tau: float | None = None) -> Changes:
     """The significant steps of a series of Points in run order (see the module's docstring).
     `penalty`: PELT's cost per change (default 2 log n); `alpha`: the family level, spread by
@@ -312,12 +356,24 @@ def find_changes(points, *, min_size: int = 3, penalty: float | None = None,
             lo = steps[i - 1] if i > 0 else 0
             hi = steps[i + 1] if i + 1 < len(steps) else count
             steps[i] = _place(sums, lo, hi, min_size)
+    # The test needed min_size runs a side to call each step; where it lies is the data's: each
+    # moves to its best split between its neighbours, one run a side at least, with the span of
+    # splits the data cannot tell from it. Its levels, ratio and interval are said there; its
+    # p-value and z are the test's that kept it.
+    places = []
+    for i in range(len(steps)):
+        lo = places[-1].index if places else 0
+        hi = steps[i + 1] if i + 1 < len(steps) else count
+        places.append(place_in(sums, lo, hi))
+    bounds = [0] + [p.index for p in places] + [count]
     out = []
-    for i, k in enumerate(steps):
-        diff, se, z, dof, p = tested[i]
+    for i, place in enumerate(places):
+        k = place.index
+        diff, se, _, dof, _ = _test(sums, bounds[i], k, bounds[i + 2], w, se2, n, tau2, tau_dof)
         half = t_quantile(0.975, dof) * se
         before = math.exp(sums.mean(bounds[i], k)[0])
         after = math.exp(sums.mean(k, bounds[i + 2])[0])
         out.append(Step(k, before, after, math.exp(diff), math.exp(diff - half),
-                        math.exp(diff + half), p, z))
+                        math.exp(diff + half), tested[i][4], tested[i][2], place.first,
+                        place.last))
     return Changes(out, True, count, tau, tau_dof, beta, level)

@@ -14,8 +14,9 @@ flags). A series too noisy to judge is never flagged, and said so. Counters (ker
 per call, graphs, recompiles, kernel sets, Triton registers) are tracked exactly. Every change is
 explained from the runs on either side: versions, settings, kernels, counters, overhead, memory.
 Writes history.html, history.md, series.csv and regressions.json into --out (default:
-<first path>/history). Exit 1 when the newest run regressed beyond the gate, 0 otherwise, 2 on
-bad input (one line).
+<first path>/history), and ends with the audit of what it wrote (the pages against each other
+and the run folders: suites/reports/history/audit.py). Exit 1 when the newest run regressed
+beyond the gate, 0 otherwise, 2 on bad input (one line).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from suites.common import cli
 from suites.common.errors import ConfigError
-from suites.reports.history import explain, loading, outputs, series, thresholds
+from suites.reports.history import audit, explain, loading, outputs, series, thresholds
 
 EXIT_REGRESSED = 1
 
@@ -101,6 +102,9 @@ def run_history(args) -> Outcome:
     judged = series.judge(history, limits)
     explain.explain_all(judged)
     print(outputs.write_all(out_dir, judged))
+    # Every history audits what it wrote (audit.py): its line ends the output; the exit code
+    # stays the gate's.
+    print(audit.audit(out_dir).lines()[0])
     return Outcome(judged, out_dir)
 
 

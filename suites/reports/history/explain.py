@@ -1,9 +1,13 @@
 """Why a series changed: the two runs on either side of the change, diffed in words, and the most
 likely cause said first.
 
-The runs: for a step, the last run before it and the first after it (of the series); for the
-gate's flag, the newest run and the one before it; for a counter, the last run with the old
-value and the first with the new. What is compared, everything a run folder stores:
+The runs: the last run surely before the change's place and the first surely after it
+(series.Found: for a step placed at one run, the series' run before it and that run; where the
+data cannot tell some runs apart, the runs around that span, so what changed anywhere in it is
+named; for the gate's flag, around the run where the level the newest run sits at began); for a
+counter, the last run with the old value and the first with the new. The leading item's key
+and values are kept with the explanation (cause_key, cause_before, cause_after) for
+regressions.json and the audit. What is compared, everything a run folder stores:
 
 - the machine and the software: env.json's versions (torch, triton, CUDA, driver, python), the
   machine (GPU or CPU model, CPU capability, platform), clocks, the thread count and its rule,
@@ -19,14 +23,15 @@ value and the first with the new. What is compared, everything a run folder stor
 - the case: whether every variant moved alike or this one alone (series.Scope).
 
 The ranking. A difference is a candidate cause when it is something the user changed or
-upgraded (env.json, the config), and a mechanism when it is what the row did differently (its
-profile). Candidates are ranked by kind: a version (torch, triton, CUDA, driver, python) first,
-then clocks, the machine, the threads (second only to a version where the whole case moved:
-the thread count moves every variant), the timing settings, the fusebench commit (ahead of the
-settings where the variant alone moved: its own code), other config, anything else env.json
-says. Mechanisms: the
-row's status, its kernels replaced, appeared or vanished, their build, the counters, kernels'
-calls, then overhead, memory and the error. The first line joins the top candidate and the top
+upgraded that can move a time (env.json's and the config's keys on causes.py's allow-list:
+never a lock wait, a date, a path or any other bookkeeping), and a mechanism when it is what the
+row did differently (its profile). Candidates are ranked by kind: a version (torch, triton,
+CUDA, driver, python) first, then clocks, the machine, the threads (second only to a version
+where the whole case moved: the thread count moves every variant), the timing settings, the
+fusebench commit (ahead of the settings where the variant alone moved: its own code), a
+measured peak that moved by half or more, other config. Mechanisms: the row's status, its
+kernels replaced, appeared or vanished, their build, the counters, kernels' calls, then
+overhead, memory and the error. The first line joins the top candidate and the top
 mechanism with the size of the change ("torch 2.12 -> 2.13: `aten::addmm` now launches
 `cutlass_80_...` instead of `sm90_xmma_...`; time per call +18%, kernel time +17%"). With no
 candidate, the mechanism leads; with neither, the scope decides: the whole case moved alike and
@@ -42,28 +47,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from suites.common.numbers import plain
+from suites.reports.history import causes
 from suites.reports.history import counters as counter_module
 from suites.reports.history.loading import Key, Run
 
-# env.json keys by kind, in the order they are said; any other key that differs is "other".
-VERSIONS = (("torch", "torch"), ("triton", "triton"), ("cuda", "CUDA"), ("driver", "driver"),
-            ("driver_version", "driver"), ("nvidia_driver", "driver"), ("cudnn", "cuDNN"),
-            ("python", "python"))
-MACHINE = (("gpu", "GPU"), ("cpu", "CPU"), ("capability", "compute capability"),
-           ("cpu_capability", "CPU capability"), ("sm_count", "SMs"),
-           ("gpu_memory_gib", "GPU memory GiB"), ("cpu_count", "cores"), ("platform", "platform"))
-THREADS = (("threads", "threads"), ("threads_rule", "thread rule"),
-           ("inductor_compile_threads", "Inductor compile threads"))
-COMMIT = (("fusebench_commit", "fusebench commit"),)
-# Recorded per run but not a setting: they differ between any two runs.
-VOLATILE = {"created", "load_average", "cores_used_by_others", "rounds", "peaks", "peak_probes",
-            "launch_floors", "reference", "warning", "suite", "timing", "profile",
-            "event_resolution_us"}
-TIMING_SAID = {"threads", "threads_rule", "case_timeout_s"}  # said by env or not a setting
-# Settings that change no measurement (triton_counters: a step after the rows; suggested: the
-# trace's figures a suggested sweep carries) are not causes either.
-CONFIG_SKIP = ("timing", "progress", "resume", "suite.grids", "hydra", "triton_counters",
-               "suggested")
 GEMM = ("gemm_library", "gemm_arch", "gemm_layout", "gemm_dtype", "gemm_tile", "gemm_stages",
         "gemm_tensor_core", "registers_per_thread", "shared_mem_bytes", "grid", "block",
         "launch_configs")
@@ -74,7 +61,8 @@ FIGURES = (("exposed_overhead_us", "exposed overhead", "us", 0.10, 0.5),
            ("activation_mb", "activation memory", "MiB", 0.05, 0.01))
 
 CAUSE_SCORE = {"version": 100, "clocks": 95, "machine": 92, "threads": 75, "settings": 80,
-               "commit": 65, "config": 50, "other": 30}
+               "commit": 65, "config": 50}
+PEAK_SCORE = 70  # a measured peak that moved: evidence of the machine, below anything set
 MECHANISM_SCORE = {"status": 98, "kernels": 90, "build": 88, "counter": 85, "calls": 84,
                    "overhead": 60, "memory": 40, "error": 35}
 STRONG = 80  # a mechanism from here up may lead the first line on its own
@@ -85,6 +73,9 @@ class Item:
     kind: str      # a CAUSE_SCORE or MECHANISM_SCORE kind
     text: str
     score: float
+    key: str = ""  # what changed: a causes.py key (`torch`, `timing.preset`), `counter:<name>`,
+    before: object = None  # `kernels`, `status`...; and its value on either side
+    after: object = None
 
 
 @dataclass
@@ -94,6 +85,9 @@ class Explanation:
     cause: str = ""                  # the first line's kind: version, threads, ..., machine state
     before: str = ""                 # the runs compared (labels)
     after: str = ""
+    cause_key: str = ""              # the leading item's key and values (Item), for machines
+    cause_before: object = None
+    cause_after: object = None
 
     def text(self) -> str:
         return "\n".join([self.first] + [f"- {line}" for line in self.lines])
@@ -117,36 +111,40 @@ def _rule_kind(rule) -> str:
     return str(rule).split(":")[0].strip() if rule is not None else ""
 
 
+def _differs(a, b) -> bool:
+    return a != b and (a is not None or b is not None)
+
+
 def env_items(a: dict, b: dict, scope: str) -> list[Item]:
-    """What env.json says differs between the runs, each a candidate cause."""
-    items, said = [], set()
-    for kind, keys in (("version", VERSIONS), ("machine", MACHINE), ("threads", THREADS),
-                       ("commit", COMMIT)):
-        for key, label in keys:
-            said.add(key)
-            if key == "threads_rule" and _rule_kind(a.get(key)) == _rule_kind(b.get(key)):
-                continue  # the same rule in other words (its wording changed with fusebench)
-            if a.get(key) != b.get(key) and (a.get(key) is not None or b.get(key) is not None):
-                score = CAUSE_SCORE[kind]
-                if kind == "threads" and scope in ("case", "mixed"):
-                    score = 97  # a thread count moves every variant: the case moved as a whole
-                if kind == "commit" and scope in ("variant", "alone"):
-                    score = 90  # the variant alone moved: its own code
-                items.append(Item(kind, _change(label, a.get(key), b.get(key)), score))
+    """What env.json says differs between the runs, each a candidate cause: only the keys
+    causes.py lists (what can move a time), never a lock wait, a date or a path."""
+    items = []
+    for key in causes.ENV:
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, (dict, list)) or isinstance(vb, (dict, list)) or not _differs(va, vb):
+            continue
+        if key == "threads_rule" and _rule_kind(va) == _rule_kind(vb):
+            continue  # the same rule in other words (its wording changed with fusebench)
+        kind = causes.env_kind(key)
+        score = CAUSE_SCORE[kind]
+        if kind == "threads" and scope in ("case", "mixed"):
+            score = 97  # a thread count moves every variant: the case moved as a whole
+        if kind == "commit" and scope in ("variant", "alone"):
+            score = 90  # the variant alone moved: its own code
+        items.append(Item(kind, _change(causes.env_label(key), va, vb), score, key, va, vb))
     ta, tb = a.get("timing") or {}, b.get("timing") or {}
     if isinstance(ta, dict) and isinstance(tb, dict):
-        for key in dict.fromkeys([*ta, *tb]):
-            if key not in TIMING_SAID and ta.get(key) != tb.get(key):
+        for key in causes.TIMING:
+            if _differs(ta.get(key), tb.get(key)):
                 score = CAUSE_SCORE["settings"] + (1 if key == "preset" else 0)
-                items.append(Item("settings", _change(f"timing {key}", ta.get(key),
-                                                      tb.get(key)), score))
-    for key in dict.fromkeys([*a, *b]):
-        if key in said or key in VOLATILE or a.get(key) == b.get(key):
-            continue
-        if isinstance(a.get(key), (dict, list)) or isinstance(b.get(key), (dict, list)):
-            continue
-        kind = "clocks" if "clock" in key.lower() else "other"
-        items.append(Item(kind, _change(key, a.get(key), b.get(key)), CAUSE_SCORE[kind]))
+                items.append(Item("settings", _change(f"timing {key}", ta.get(key), tb.get(key)),
+                                  score, f"timing.{key}", ta.get(key), tb.get(key)))
+    pa, pb = causes.flat_peaks(a.get(causes.PEAKS)), causes.flat_peaks(b.get(causes.PEAKS))
+    for key in sorted(pa.keys() & pb.keys()):
+        if causes.peak_moved(pa[key], pb[key]):
+            label = "peak " + key[len(causes.PEAKS) + 1:].replace(".", " ")
+            items.append(Item("machine", f"{label} {plain(pa[key])} -> {plain(pb[key])}",
+                              PEAK_SCORE, key, pa[key], pb[key]))
     return items
 
 
@@ -161,17 +159,12 @@ def _flat(config, prefix="") -> dict:
 
 
 def config_items(a: dict, b: dict) -> list[Item]:
-    """Settings of the runs' configs that differ (besides timing, which env.json says as
-    resolved)."""
+    """Settings of the runs' configs that differ and move a time (causes.CONFIG; timing is
+    env.json's, as resolved)."""
     fa, fb = _flat(a), _flat(b)
-    items = []
-    for key in dict.fromkeys([*fa, *fb]):
-        if any(key == s or key.startswith(s + ".") for s in CONFIG_SKIP):
-            continue
-        if fa.get(key) != fb.get(key):
-            items.append(Item("config", _change(key, fa.get(key), fb.get(key)),
-                              CAUSE_SCORE["config"]))
-    return items
+    return [Item("config", _change(key, fa.get(key), fb.get(key)), CAUSE_SCORE["config"],
+                 f"config.{key}", fa.get(key), fb.get(key))
+            for key in causes.CONFIG if _differs(fa.get(key), fb.get(key))]
 
 
 def _kernels(run: Run, key: Key) -> pd.DataFrame:
@@ -200,26 +193,27 @@ def kernel_items(a: Run, b: Run, key: Key) -> tuple[list[Item], float]:
     op = key[2]
     if len(gone) == 1 and len(came) == 1:
         items.append(Item("kernels", f"{op} now launches `{came[0]}` instead of `{gone[0]}`",
-                          MECHANISM_SCORE["kernels"]))
+                          MECHANISM_SCORE["kernels"], "kernels", gone[0], came[0]))
     else:
         if came:
             items.append(Item("kernels", f"{op} now launches " + ", ".join(f"`{k}`" for k in
                                                                            came),
-                              MECHANISM_SCORE["kernels"]))
+                              MECHANISM_SCORE["kernels"], "kernels"))
         if gone:
             items.append(Item("kernels", f"{op} no longer launches " +
-                              ", ".join(f"`{k}`" for k in gone), MECHANISM_SCORE["kernels"] - 1))
+                              ", ".join(f"`{k}`" for k in gone), MECHANISM_SCORE["kernels"] - 1,
+                              "kernels"))
     for name in [k for k in ka.index if k in kb.index]:
         ca, cb = ka.at[name, "calls_per_call"], kb.at[name, "calls_per_call"]
         if _cell(ca) != _cell(cb):
             items.append(Item("calls", f"`{name}` x{_cell(ca)} -> x{_cell(cb)} a call",
-                              MECHANISM_SCORE["calls"]))
+                              MECHANISM_SCORE["calls"], "kernels", ca, cb))
         builds = [f"{c} {_cell(ka.at[name, c]) or '-'} -> {_cell(kb.at[name, c]) or '-'}"
                   for c in GEMM if c in ka.columns and c in kb.columns
                   and _cell(ka.at[name, c]) != _cell(kb.at[name, c])]
         if builds:
             items.append(Item("build", f"`{name}`: " + ", ".join(builds),
-                              MECHANISM_SCORE["build"]))
+                              MECHANISM_SCORE["build"], "kernels"))
     ta = pd.to_numeric(ka.get("total_us_per_call"), errors="coerce").sum() if len(ka) else 0
     tb = pd.to_numeric(kb.get("total_us_per_call"), errors="coerce").sum() if len(kb) else 0
     return items, (tb / ta if ta > 0 and tb > 0 else math.nan)
@@ -235,12 +229,14 @@ def row_items(a: dict, b: dict) -> list[Item]:
     if a.get("status") != b.get("status"):
         reason = f" ({b.get('reason')})" if b.get("reason") else ""
         items.append(Item("status", _change("status", a.get("status"), b.get("status"))
-                          + reason, MECHANISM_SCORE["status"]))
+                          + reason, MECHANISM_SCORE["status"], "status", a.get("status"),
+                          b.get("status")))
     for name in counter_module.COLUMNS:
         va, vb = a.get(name), b.get(name)
         if not (_missing(va) and _missing(vb)) and va != vb and not (_missing(va) or
                                                                     _missing(vb)):
-            items.append(Item("counter", _change(name, va, vb), MECHANISM_SCORE["counter"]))
+            items.append(Item("counter", _change(name, va, vb), MECHANISM_SCORE["counter"],
+                              f"counter:{name}", va, vb))
     for name, label, unit, rel, absolute in FIGURES:
         va, vb = a.get(name, math.nan), b.get(name, math.nan)
         if _missing(va) or _missing(vb):
@@ -248,12 +244,12 @@ def row_items(a: dict, b: dict) -> list[Item]:
         if abs(vb - va) > absolute and abs(vb - va) > rel * max(abs(va), 1e-12):
             kind = "overhead" if name.endswith("_us") else "memory"
             items.append(Item(kind, f"{label} {plain(va)} -> {plain(vb)} {unit}",
-                              MECHANISM_SCORE[kind]))
+                              MECHANISM_SCORE[kind], name, va, vb))
     ea, eb = a.get("max_abs_err", math.nan), b.get("max_abs_err", math.nan)
     if not (_missing(ea) or _missing(eb)) and ea > 0 and eb > 0 and \
             max(ea / eb, eb / ea) >= 2:
         items.append(Item("error", f"max abs error {ea:.2g} -> {eb:.2g} (against float64)",
-                          MECHANISM_SCORE["error"]))
+                          MECHANISM_SCORE["error"], "max_abs_err", ea, eb))
     return items
 
 
@@ -288,10 +284,13 @@ def _short_scope(scope, variant: str) -> str:
 
 def explain(series, found, runs: list[Run]) -> Explanation:
     """The explanation of one change (series.Found) of a series (series.Series)."""
-    before, after = runs[found.before_run], runs[found.run]
+    # The two runs that surely lie on either side (the last before the place, or its span, and
+    # the first after it): what differs between them is what changed where the change lies.
+    before, after = runs[found.before_run], runs[found.after_run]
     key = series.key[:3]
     scope = found.scope.kind if found.scope is not None else ""
-    causes = env_items(before.env, after.env, scope) + config_items(before.config, after.config)
+    candidates = env_items(before.env, after.env, scope) + config_items(before.config,
+                                                                        after.config)
     kernels, kernel_ratio = kernel_items(before, after, key)
     row_a, row_b = before.rows.get(key, {}), after.rows.get(key, {})
     mechanisms = kernels + row_items(row_a, row_b)
@@ -304,16 +303,17 @@ def explain(series, found, runs: list[Run]) -> Explanation:
         if text not in counted and event.name not in counter_module.COLUMNS \
                 and event.name != counter_module.STATUS:
             mechanisms.append(Item("counter", text,
-                                   MECHANISM_SCORE["counter"] + counter_module.weight(event.name)))
-    causes.sort(key=lambda i: -i.score)
+                                   MECHANISM_SCORE["counter"] + counter_module.weight(event.name),
+                                   f"counter:{event.name}", event.before, event.after))
+    candidates.sort(key=lambda i: -i.score)
     mechanisms.sort(key=lambda i: -i.score)
     size = size_text(found, series.baseline)
     if math.isfinite(kernel_ratio) and abs(kernel_ratio - 1) >= 0.02 and (
             found.steps or found.gates):
         size = (size + ", " if size else "") + f"kernel time {_percent(kernel_ratio)}"
-    head = [causes[0].text] if causes else []
-    if len(causes) > 1 and causes[1].kind == causes[0].kind == "version":
-        head.append(causes[1].text)
+    head = [candidates[0].text] if candidates else []
+    if len(candidates) > 1 and candidates[1].kind == candidates[0].kind == "version":
+        head.append(candidates[1].text)
     # A strong mechanism (the row's status, kernels, their build, counters) says what the row
     # did differently; a figure that moved (overhead, memory, error) may only be the change
     # itself seen again, so it follows a cause but never stands for one.
@@ -321,9 +321,10 @@ def explain(series, found, runs: list[Run]) -> Explanation:
     what = strong[0].text if strong else _short_scope(found.scope, series.variant)
     if not what and mechanisms:
         what = mechanisms[0].text
-    if causes:
+    leading = candidates[0] if candidates else (strong[0] if strong else None)
+    if candidates:
         first = ", ".join(head) + (f": {what}" if what else "")
-        cause = causes[0].kind
+        cause = candidates[0].kind
     elif strong:
         first, cause = what, strong[0].kind
     elif found.scope is not None and found.scope.kind == "case":
@@ -339,7 +340,7 @@ def explain(series, found, runs: list[Run]) -> Explanation:
     if found.scope is not None:
         lines.append(found.scope.text(series.variant))
     shown = {first}
-    for item in causes[1:] + mechanisms:
+    for item in candidates[1:] + mechanisms:
         if item.text not in shown and item.text not in head and item.text != what:
             lines.append(item.text)
             shown.add(item.text)
@@ -348,14 +349,30 @@ def explain(series, found, runs: list[Run]) -> Explanation:
                      f"p {step.p_value:.2g}), {plain(step.before)} -> {plain(step.after)}"
                      + (" us/call" if view == "time" else f" of {series.baseline}'s time"))
     for view, verdict in found.gates.items():
-        lines.append(f"gate ({view}): newest run {verdict.state}, x{verdict.ratio:.3g} of the "
-                     f"median of the {verdict.n} runs before it (z {verdict.z:.1f}; thresholds "
-                     f"|z| > {series.thresholds.z:g} and {series.thresholds.min_change:.0%})")
+        lines.append(f"gate ({view}): {gate_text(verdict, series.thresholds)}")
+    if found.reason:
+        lines.append(found.reason)
     for event in found.counters:
         text = f"counter: {event.text()}"
         if text not in lines:
             lines.append(text)
-    return Explanation(first, lines, cause, before.label(), after.label())
+    return Explanation(first, lines, cause, before.label(), after.label(),
+                       leading.key if leading else "", leading.before if leading else None,
+                       leading.after if leading else None)
+
+
+def gate_text(verdict, thresholds) -> str:
+    """The newest run's verdict in words: the gate's (its z against the baseline), or a change
+    point's at the newest run (its own test)."""
+    if verdict.source == "step":
+        return (f"newest run {verdict.state}: a change point at it, x{verdict.ratio:.3g} of the "
+                f"level before (z {verdict.z:.1f}; practical threshold "
+                f"{thresholds.min_change:.0%})")
+    z = f"z {verdict.z:.1f}" if math.isfinite(verdict.z) else \
+        "its baseline's runs identical: no spread to score against"
+    return (f"newest run {verdict.state}, x{verdict.ratio:.3g} of the median of the {verdict.n} "
+            f"runs before it ({z}; thresholds |z| > {thresholds.z:g} and "
+            f"{thresholds.min_change:.0%})")
 
 
 def explain_all(judged) -> int:

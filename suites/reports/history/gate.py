@@ -74,6 +74,17 @@ class Gate:
     baseline: float   # the baseline's median figure, us
     n: int            # baseline runs used
     cv: float         # the baseline's robust coefficient of variation
+    source: str = "gate"  # "gate": this module's score; "step": a change point at the newest run
+
+
+def practical(ratio: float, min_change: float) -> str:
+    """regressed, improved or stable by the practical threshold alone: a move beyond
+    `min_change`, taken symmetrically in logs (slower than 1 + m, faster than 1 / (1 + m))."""
+    if ratio > 1 + min_change:
+        return "regressed"
+    if ratio < 1 / (1 + min_change):
+        return "improved"
+    return "stable"
 
 
 def modified_z(x: float, baseline: np.ndarray) -> tuple[float, float, float]:
@@ -109,13 +120,38 @@ def gate(values, *, window: int = WINDOW, z_threshold: float = Z_THRESHOLD,
     ratio = math.exp(x - median)
     if cv > max_cv:
         state = "too_noisy"
-    elif z > z_threshold and ratio > 1 + min_change:
-        state = "regressed"
-    elif z < -z_threshold and ratio < 1 / (1 + min_change):
-        state = "improved"
     else:
-        state = "stable"
+        state = practical(ratio, min_change)
+        if state != "stable" and not abs(z) > z_threshold:
+            state = "stable"  # large enough to matter, but within the baseline's own spread
     return Gate(state, z, ratio, math.exp(median), int(baseline.size), cv)
+
+
+def level_began(values, verdict: Gate, *, window: int = WINDOW,
+                z_threshold: float = Z_THRESHOLD, min_change: float = MIN_CHANGE,
+                **_) -> tuple[int, int]:
+    """Where the level of the newest of `values` began, by the gate's own reading of a flag
+    (`verdict`, regressed or improved): (first, start), indices into `values`. `start`: the
+    earliest of the runs before the newest, walking back, that the gate flags the same way
+    against the same baseline (median and spread): the new level's first run. `first`: before
+    it, the runs the gate calls out the same way by one of its two thresholds alone (far out
+    but small, or large but within the spread): the data cannot tell whether they are at the
+    new level, so the change lies between them and `start`."""
+    logs = np.log(np.asarray(values, dtype=float))
+    baseline = logs[:-1][-window:]
+    sign = 1 if verdict.state == "regressed" else -1
+
+    def reading(x: float) -> int:  # 2: flagged the same way, 1: by one threshold, 0: not
+        z, median, _ = modified_z(float(x), baseline)
+        return int(sign * z > z_threshold) + int(practical(math.exp(x - median), min_change)
+                                                 == verdict.state)
+    start = logs.size - 1
+    while start > 0 and reading(logs[start - 1]) == 2:
+        start -= 1
+    first = start
+    while first > 0 and reading(logs[first - 1]) == 1:
+        first -= 1
+    return first, start
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,13 @@ A series is one row measured again and again: (suite, case_id, variant, machine)
 carries the shape, the dtype and the training mode; the machine is loading.machine_of (device,
 model, cores). Runs of two machines are never one series.
 
-Two views of each series, judged alike:
+Two views of each series, judged alike (points.py makes their points):
 
-- `time`: the row's own time per call. A point per run from its clean rounds (rounds.csv: the
-  mean over a round's calls where every run of the series has it, else the median, as compare
-  picks one figure for both sides), summarised by changepoints.Point (the mean log round and
-  its standard error); a run without rounds.csv gives its mean_us and 95% interval instead.
+- `time`: the row's own time per call, a point per run from its clean rounds;
 - `relative`: for every variant but its suite's baseline, its time over the baseline's in the
-  same run, round by round (variant round figure / baseline round figure of the same round, the
-  rounds both were clean in: the pairing the run report's speedup uses,
-  suites/results/intervals.py `paired_speedup`); a run without rounds.csv gives 1 / its
-  speedup and interval. On this machine whole runs drift by 5-12% (every variant of a case
-  moves together in a run), which a time series can only see through when a step is large;
+  same run, round by round (the pairing the run report's speedup uses). On this machine whole
+  runs drift by 5-12% (every variant of a case moves together in a run), which a time series
+  can only see through when a step is large;
   the ratio of two variants timed in the same rounds cancels that shared drift, so a change of
   the variant's own code shows at a few percent. A change of the baseline itself shows in the
   relative views of the other variants, in the opposite direction.
@@ -30,11 +25,15 @@ level the series is at now. A baseline straddling a step reads as too noisy (its
 both levels: real runs here, 2.7x at run 6 of 10, gave a 51% CV) or calls every run after the
 step a regression until its median catches up, half a window later; a change found is
 reported as a change, and the gate judges what came after it. With fewer than 5 runs since
-the step, the gate waits, and says so. A view's state:
+the step, the gate waits, and says so. The newest run's verdict and the place of the change it
+sits after are judged together (placement.py): a change point placed at the newest run is the
+newest run's regression; the gate's flag is placed where the level the newest run sits at
+began. A change is placed at one run where the data puts it there, else said to lie between the
+runs around the span the data cannot tell apart (Found.where). A view's state:
 
-- `changed`: a step was found, or the gate called the newest run regressed or improved;
-- `too_short`: under 6 points (a step needs 3 runs a side; the gate 5 baseline runs): nothing
-  could be judged;
+- `changed`: a step was found, or the newest run was called regressed or improved;
+- `too_short`: under RUNS_NEEDED (6) points (a step needs 3 runs a side; the gate 5 baseline
+  runs): nothing could be judged, and every page says the number;
 - `too_noisy`: the gate's baseline scatters past max_cv (a series that is not current: its
   points' robust CV), so the newest run is never flagged and the page says so;
 - `stable` otherwise.
@@ -43,8 +42,8 @@ The series' state combines its views and its counters (suites/reports/history/co
 `changed` when either view changed or a counter changed (a counter is exact: any change is
 one); else `stable` when some view could judge and found nothing (a time view too noisy beside
 a steady relative view is stable: the relative view judged it); else `too_noisy` when a view
-was too noisy; else `too_short`. `regressed` (the command's exit 1) when the gate called the
-newest run regressed in either view.
+was too noisy; else `too_short`. `regressed` (the command's exit 1) when the newest run was
+called regressed in either view.
 
 Where a series changed at a run, the other variants of its case say whether the case moved as
 a whole (each variant's time across the change, the median of up to 5 runs a side within the
@@ -59,18 +58,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from suites.reports.history import counters as counter_module
-from suites.reports.history.changepoints import Changes, Point, Step, find_changes
-from suites.reports.history.gate import MAD_SCALE, MIN_BASELINE, Gate, gate
-from suites.reports.history.loading import History, Key, Run
+from suites.reports.history import placement
+from suites.reports.history.changepoints import MIN_SIZE, Changes, Place, Point, Step, find_changes
+from suites.reports.history.gate import MAD_SCALE, MIN_BASELINE, Gate
+from suites.reports.history.loading import History, Run
+from suites.reports.history.points import point, relative_points, time_points  # noqa: F401
 from suites.reports.history.scope import Scope, scope_of
 from suites.reports.history.thresholds import Thresholds
-from suites.results.columns import Status
-from suites.results.intervals import t95
 
 TIME, RELATIVE = "time", "relative"
 CHANGED, STABLE, TOO_NOISY, TOO_SHORT = "changed", "stable", "too_noisy", "too_short"
-MIN_SIZE = 3                       # runs a side of a step (find_changes' default)
-MIN_JUDGED = 2 * MIN_SIZE          # fewer points: no step can be placed
+MIN_JUDGED = 2 * MIN_SIZE          # fewer points: no step can be tested
+# Fewer runs with a timed point than this: too short, nothing judged (a step needs MIN_SIZE a
+# side, the gate MIN_BASELINE runs before the newest): the one number every page says.
+RUNS_NEEDED = max(MIN_JUDGED, MIN_BASELINE + 1)
 
 SeriesKey = tuple[str, str, str, str]  # (suite, case_id, variant, machine)
 
@@ -86,33 +87,65 @@ class View:
     state: str = STABLE
     why: str = ""
     cv: float = math.nan     # the robust CV the too_noisy rule read
+    place: Place | None = None  # where the gate's flag lies (points' indices): placement.py
 
 
 @dataclass
 class Found:
     """What changed in a series at one run: the views that stepped there, the gate's call on
     the newest run, the counters that changed, and how the case moved."""
-    run: int                          # the first run after the change
-    before_run: int                   # the run before it (the other side of the diff)
-    steps: dict[str, Step] = field(default_factory=dict)
+    run: int                          # the first run after the change (the best place)
+    before_run: int                   # the last run surely before it (the diff's one side)
+    after_run: int = -1               # the first run surely after it (the other side)
+    first_run: int = -1               # the earliest run the change may be at (the span the data
+    steps: dict[str, Step] = field(default_factory=dict)  # allows: first_run .. after_run)
     gates: dict[str, Gate] = field(default_factory=dict)
     counters: list = field(default_factory=list)   # counters.CounterEvent
     scope: Scope | None = None
     explanation: object = None        # explain.Explanation, set by explain.explain_all
+    reason: str = ""                  # why a flag placed before the newest run is the newest's
+    newest: int = -1                  # the newest run of the series' suite and machine
+
+    def __post_init__(self):
+        if self.after_run < 0:
+            self.after_run = self.run
+        if self.first_run < 0:
+            self.first_run = self.run
 
     @property
     def regressed(self) -> bool:
         return any(g.state == "regressed" for g in self.gates.values())
 
+    @property
+    def exact(self) -> bool:
+        """The data puts the change at one run (no other place is as likely)."""
+        return self.first_run == self.after_run
+
+    def where(self) -> str:
+        """`at run #6`, or `between runs #4 and #6` where the data cannot tell the runs between
+        apart: how every page says a change's place."""
+        if self.exact:
+            return f"at run #{self.run + 1}"
+        return f"between runs #{self.before_run + 1} and #{self.after_run + 1}"
+
+    def widen(self, before_run: int, first_run: int, after_run: int) -> None:
+        """Another view's place at the same run: the span covers both."""
+        self.before_run = min(self.before_run, before_run)
+        self.first_run = min(self.first_run, first_run)
+        self.after_run = max(self.after_run, after_run)
+
     def ratio(self) -> tuple[str, float]:
         """The view and after/before ratio the change is best told by (the relative view's
-        where it stepped: it is the one drift does not blur), NaN for a counter alone."""
+        where it stepped: it is the one drift does not blur; else the flag's, regressed first,
+        so a REGRESSED change is never told by a view that improved), NaN for a counter
+        alone."""
         for view in (RELATIVE, TIME):
             if view in self.steps:
                 return view, self.steps[view].ratio
-        for view in (RELATIVE, TIME):
-            if view in self.gates:
-                return view, self.gates[view].ratio
+        gates = sorted(self.gates.items(), key=lambda kv: (kv[1].state != "regressed",
+                                                           kv[0] != RELATIVE))
+        if gates:
+            return gates[0][0], gates[0][1].ratio
         return "", math.nan
 
 
@@ -165,90 +198,6 @@ class Series:
         return f"{self.suite} {self.case_id} {self.variant}"
 
 
-# --- points ------------------------------------------------------------------------------------
-
-def point(figures: list[float]) -> Point:
-    """changepoints.Point.from_figures in plain Python (the same mean log and standard error,
-    ddof 1): numpy's overhead on a handful of rounds was a third of judging 200 runs."""
-    logs = [math.log(f) for f in figures]
-    n = len(logs)
-    mean = math.fsum(logs) / n
-    if n < 2:
-        return Point(mean, math.nan, n)
-    var = math.fsum((x - mean) ** 2 for x in logs) / (n - 1)
-    return Point(mean, math.sqrt(var / n), n)
-
-
-def _interval_point(value: float, low: float, high: float, rounds: float) -> Point | None:
-    """A run without rounds.csv: its figure and 95% interval (Student's t on its rounds)."""
-    if not (value > 0 and math.isfinite(value)):
-        return None
-    n = int(rounds) if rounds == rounds and rounds >= 1 else 1
-    if n >= 2 and low > 0 and high > low:
-        se = (math.log(high) - math.log(low)) / (2 * t95(n - 1))
-    else:
-        se = math.nan
-    return Point(math.log(value), se, n)
-
-
-def _figure_index(runs: list[Run], key: Key) -> int:
-    """0 (mean_us) where every run with clean rounds of `key` has the mean; else 1 (median)."""
-    for run in runs:
-        rounds = run.rounds.get(key)
-        if rounds and not all(math.isfinite(f[0]) for f in rounds.values()):
-            return 1
-    return 0
-
-
-def time_points(runs: list[Run], key: Key) -> tuple[list[int], list[Point], str]:
-    figure = _figure_index(runs, key)
-    out_runs, points = [], []
-    for run in runs:
-        row = run.rows.get(key)
-        if row is None or row["status"] != Status.OK:
-            continue
-        rounds = run.rounds.get(key)
-        figures = [f[figure] for f in rounds.values()] if rounds else []
-        figures = [f for f in figures if math.isfinite(f)]
-        if figures:
-            made = point(figures)
-        else:
-            made = _interval_point(row["mean_us"], row["mean_low_us"], row["mean_high_us"],
-                                   row["rounds"])
-        if made is not None:
-            out_runs.append(run.index)
-            points.append(made)
-    name = ("clean rounds' " + ("mean_us" if figure == 0 else "median_us")
-            + " (us/call)")
-    return out_runs, points, name
-
-
-def relative_points(runs: list[Run], key: Key, base: Key) -> tuple[list[int], list[Point], str]:
-    figure = _figure_index(runs, key)
-    if figure == 0:
-        figure = _figure_index(runs, base)
-    out_runs, points = [], []
-    for run in runs:
-        row, base_row = run.rows.get(key), run.rows.get(base)
-        if row is None or base_row is None or row["status"] != Status.OK \
-                or base_row["status"] != Status.OK:
-            continue
-        mine, theirs = run.rounds.get(key) or {}, run.rounds.get(base) or {}
-        ratios = [mine[r][figure] / theirs[r][figure] for r in mine.keys() & theirs.keys()
-                  if math.isfinite(mine[r][figure]) and math.isfinite(theirs[r][figure])]
-        if ratios:
-            made = point(ratios)
-        else:
-            speedup = row["speedup"]
-            made = _interval_point(1 / speedup, 1 / row["speedup_high"],
-                                   1 / row["speedup_low"], row["rounds"]) \
-                if speedup > 0 else None
-        if made is not None:
-            out_runs.append(run.index)
-            points.append(made)
-    return out_runs, points, f"time / {base[2]}'s in the same rounds (paired)"
-
-
 # --- judging -----------------------------------------------------------------------------------
 
 def robust_cv(points: list[Point]) -> float:
@@ -260,25 +209,23 @@ def robust_cv(points: list[Point]) -> float:
 
 def judge_view(name: str, runs: list[int], points: list[Point], figure: str, current: bool,
                thresholds: Thresholds) -> View:
-    """One view judged: its steps, the gate on its newest point (where current) against the
-    runs since its last step, and its state (see the module's docstring)."""
+    """One view judged: its steps, the verdict on its newest point (where current) and where its
+    change lies (placement.py), and its state (see the module's docstring)."""
     changes = find_changes(points, min_size=MIN_SIZE)
-    since = changes.steps[-1].index if changes.steps else 0
-    waiting = bool(changes.steps) and len(points) - since - 1 < MIN_BASELINE
-    verdict = gate([p.level for p in points[since:]], **thresholds.options()) \
-        if current and points and not waiting else None
-    view = View(name, runs, points, figure, changes, verdict)
+    newest = placement.judge_newest(points, changes, current, thresholds)
+    verdict = newest.gate
+    view = View(name, runs, points, figure, changes, verdict, place=newest.place)
     n = len(points)
-    flagged = verdict is not None and verdict.state in ("regressed", "improved")
+    flagged = verdict is not None and verdict.state in placement.FLAGGED
     if changes.steps or flagged:
         view.state, view.why = CHANGED, _changed_why(view)
-        if current and waiting:
+        if newest.waiting:
             view.why += (f"; the gate waits for {MIN_BASELINE} runs at the level since run "
-                         f"#{runs[since] + 1}")
-    elif n < MIN_JUDGED and (verdict is None or verdict.state == "too_short"):
+                         f"#{runs[newest.since] + 1}")
+    elif n < RUNS_NEEDED and (verdict is None or verdict.state == "too_short"):
         view.state = TOO_SHORT
-        view.why = (f"{n} run(s) with a timed point: a change needs {MIN_JUDGED} ({MIN_SIZE} a "
-                    f"side), the gate {MIN_BASELINE + 1}")
+        view.why = (f"{n} run(s) with a timed point, fewer than {RUNS_NEEDED}: a change needs "
+                    f"{MIN_JUDGED} ({MIN_SIZE} a side), the gate {MIN_BASELINE + 1}")
     else:
         view.cv = verdict.cv if verdict is not None and verdict.state != "too_short" \
             else robust_cv(points)
@@ -295,10 +242,20 @@ def judge_view(name: str, runs: list[int], points: list[Point], figure: str, cur
 
 
 def _changed_why(view: View) -> str:
-    parts = [f"x{s.ratio:.3g} at run #{view.runs[s.index] + 1}" for s in view.changes.steps]
-    if view.gate is not None and view.gate.state in ("regressed", "improved"):
-        parts.append(f"newest {view.gate.state} x{view.gate.ratio:.3g} (z {view.gate.z:.1f})")
+    parts = [f"x{s.ratio:.3g} {_at(view, s.index, s.first, s.last)}"
+             for s in view.changes.steps]
+    if view.gate is not None and view.gate.state in placement.FLAGGED:
+        where = _at(view, view.place.index, view.place.first, view.place.last) \
+            if view.place is not None else ""
+        parts.append(f"newest {view.gate.state} x{view.gate.ratio:.3g} (z {view.gate.z:.1f})"
+                     + (f", {where}" if where else ""))
     return "; ".join(parts)
+
+
+def _at(view: View, index: int, first: int, last: int) -> str:
+    """A place in a view's points as Found.where says it."""
+    runs = view.runs
+    return Found(runs[index], runs[first - 1], runs[last], runs[first]).where()
 
 
 def combine(series: Series) -> None:
@@ -326,26 +283,35 @@ def combine(series: Series) -> None:
             series.why = f"never timed ok: {said} of {len(series.statuses)} run(s){reason}"
 
 
-def _found(series: Series) -> list[Found]:
-    """The series' changes, one Found per run: steps of either view, the gate's flag on the
-    newest point, counter events."""
+def _found(series: Series, newest: int) -> list[Found]:
+    """The series' changes, one Found per place: steps of either view, the flag on the newest
+    point at the place its change lies (placement.py), counter events (exact)."""
     at: dict[int, Found] = {}
 
-    def entry(run: int, before: int) -> Found:
+    def entry(runs: list[int], place) -> Found:
+        """The Found at a place of a view (`place`: a Step or changepoints.Place)."""
+        run, before, first, after = (runs[place.index], runs[place.first - 1],
+                                     runs[place.first], runs[place.last])
         if run not in at:
-            at[run] = Found(run, before)
+            at[run] = Found(run, before, after, first, newest=newest)
+        else:
+            at[run].widen(before, first, after)
         return at[run]
 
     for view in series.views:
         for step in view.changes.steps:
-            run = view.runs[step.index]
-            entry(run, view.runs[step.index - 1]).steps[view.name] = step
+            entry(view.runs, step).steps[view.name] = step
     for view in series.views:
-        if view.gate is not None and view.gate.state in ("regressed", "improved") \
-                and len(view.runs) >= 2:
-            entry(view.runs[-1], view.runs[-2]).gates[view.name] = view.gate
-    for event in series.counter_events:
-        entry(event.run, event.before_run).counters.append(event)
+        if view.gate is not None and view.gate.state in placement.FLAGGED \
+                and view.place is not None:
+            found = entry(view.runs, view.place)
+            found.gates[view.name] = view.gate
+            found.reason = found.reason or placement.reason(view.place, view.runs,
+                                                            view.gate.source)
+    for event in series.counter_events:  # exact: at the run whose value differs
+        if event.run not in at:
+            at[event.run] = Found(event.run, event.before_run, newest=newest)
+        at[event.run].counters.append(event)
     return [at[r] for r in sorted(at)]
 
 
@@ -403,7 +369,7 @@ def judge(history: History, thresholds: dict[str, Thresholds]) -> Judged:
                         limits, statuses=[r.rows[key]["status"] for r in runs],
                         reason=str(runs[-1].rows[key].get("reason") or ""))
         combine(series)
-        series.found = _found(series)
+        series.found = _found(series, newest[(suite, machine)])
         all_series.append(series)
     by_case: dict[tuple, list[Series]] = {}
     by_suite: dict[tuple, list[Series]] = {}

@@ -20,6 +20,7 @@ from suites.common import cli
 from suites.common.errors import ConfigError
 from suites.reports.ladder import render
 from suites.reports.ladder.loading import load
+from suites.reports.ladder.audit import audit
 from suites.reports.ladder.report import analyze, write_outputs
 
 
@@ -42,6 +43,7 @@ def collect(args) -> Path:
     write_outputs(ladder, out_dir)
     print(render.summary(ladder))
     print(f"ladder folder: {out_dir}")
+    print("\n".join(audit(out_dir).lines()))  # every statement against its sources
     return out_dir
 
 

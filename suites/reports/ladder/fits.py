@@ -79,7 +79,7 @@ def crossover(flops, device_us, host_us, labels=None) -> tuple[float, str]:
                           "label": labels if labels is not None else [""] * len(flops)})
     frame = frame.dropna(subset=["f", "d", "h"]).sort_values("f", kind="stable")
     if frame.empty:
-        return NAN, "not profiled (no device or host times)"
+        return NAN, "not profiled (profile=off, or no device or host times)"
     f, d, h = (frame[c].to_numpy(float) for c in ("f", "d", "h"))
     diff, names = d - h, list(frame["label"])
     if diff[0] >= 0:
@@ -126,7 +126,9 @@ def fit_table(rows: pd.DataFrame, suite: str) -> tuple[pd.DataFrame, dict[tuple,
             fits[(variant, dtype, choice)] = fit
             # The work at which the fixed cost is half the call: a * R.
             balance = fit.overhead_us * 1e6 * fit.tflops if math.isfinite(fit.tflops) else NAN
-            row.update(overhead_us=fit.overhead_us, tflops=fit.tflops, balance_flops=balance,
+            # No dependence on work: no rate to state (a CSV cell never holds inf).
+            rate = fit.tflops if math.isfinite(fit.tflops) else NAN
+            row.update(overhead_us=fit.overhead_us, tflops=rate, balance_flops=balance,
                        max_rel_err=fit.max_rel_err, fit_note=fit.note)
         out.append(row)
     return pd.DataFrame(out, columns=FIT_COLUMNS), fits

@@ -128,7 +128,9 @@ def _speedups(rows: pd.DataFrame, baselines: dict[str, str]) -> pd.DataFrame:
     same_run = ok & (base_run == rows["run"])
     other_run = ok & base_run.notna() & (base_run != rows["run"])
     unpaired = keys.map(base["mean_us"]).astype(float) / rows["mean_us"]
-    device = keys.map(base["device_us"]).astype(float) / rows["device_us"]
+    # A variant with no device time (the launch suite's guard check): no ratio, never inf.
+    device = keys.map(base["device_us"]).astype(float) / rows["device_us"].where(
+        rows["device_us"] > 0)
     out = pd.DataFrame(index=rows.index)
     # An ok row with no paired speedup (no timing rounds: another tool's table, or an edited
     # one) has nothing to keep: its ratio of times per call stands, as for a baseline from

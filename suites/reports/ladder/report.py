@@ -1,6 +1,7 @@
 """From a Collection to the ladder's numbers, sentences and files (csv, png, md, html)."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,8 @@ from suites.reports.ladder.loading import Collection, by_machine, machine
 from suites.reports.ladder.table import ladder_table
 from suites.traces.device_time import on_gpu
 from suites.results.columns import Status
+
+SOURCES_JSON = "sources.json"  # the run folders a ladder was collected from
 
 
 @dataclass
@@ -182,6 +185,11 @@ def write_outputs(ladder: Ladder, out_dir: Path) -> dict[str, Path]:
         paths["prediction.csv"] = out_dir / "prediction.csv"
         ladder.prediction.to_csv(paths["prediction.csv"], index=False)
     ladder.table.to_csv(paths["ladder.csv"], index=False)
+    # What was collected: the audit (audit.py) collects it again and holds the pages to it.
+    paths[SOURCES_JSON] = out_dir / SOURCES_JSON
+    paths[SOURCES_JSON].write_text(json.dumps(
+        {"root": str(ladder.collection.root.resolve()),
+         "runs": [str(Path(r.path).resolve()) for r in ladder.collection.runs]}, indent=1))
     pd.concat([p.fits for p in ladder.suites] or [pd.DataFrame(columns=ft.FIT_COLUMNS)],
               ignore_index=True).to_csv(paths["fits.csv"], index=False)
     pd.concat([p.breakeven for p in ladder.suites] or [pd.DataFrame(columns=be.COLUMNS)],

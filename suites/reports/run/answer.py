@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import pandas as pd
 
 from kernels.base import DTYPE_SHORT
-from suites.traces.findings.codes import BOUND_CODES
 from suites.common.numbers import plain, span, times
 from suites.reports.kit import breakeven as be
 from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
 from suites.results.columns import AA_CONTROL, Status
+
+CLEAN = "clean"  # a profile judged clean (suites/harness/profile_guard.py)
 from suites.common.text import cut
 
 REASON_WIDTH = 110  # a not-run reason in the answer: its full text is in the table below
@@ -108,25 +110,22 @@ def _count_phrase(rows: pd.DataFrame) -> str:
 
 
 def _breakeven(rows: pd.DataFrame, frame: pd.DataFrame, baseline: str, name) -> str | None:
-    """torch.compile's first call against what it saves per call, at the largest case it ran
-    (suites/reports/kit/breakeven.py, as the ladder report states it across runs). A saving counts
-    only where the compile is faster by its interval: a median difference inside the noise
-    would repay nothing."""
+    """torch.compile's first call against what it saves per call, at the largest case it ran:
+    suites/reports/kit/breakeven.py's one rule (a saving counts only where the compile is
+    faster by its interval), as the ladder report states it across runs."""
     table = be.breakeven_table(frame[frame["variant"].isin([*rows["variant"], baseline])]
                                .assign(choice=""), "", baseline)
-    faster = set(rows.loc[row_changes(rows) == Change.FASTER, "case_id"])
-    measured = table[table["verdict"].str.startswith("after") | (table["verdict"] == be.NEVER)]
+    measured = be.measured(table)
     if measured.empty:
         return None
     largest = measured.loc[measured["flops"].idxmax()]
     where = name(frame[frame["case_id"] == largest["case_id"]].iloc[0])
     cost = f"its first call ({plain(largest['compile_ms'])} ms)"
-    if largest["case_id"] in faster:
+    if be.repaid(measured.loc[[largest.name]]).iloc[0]:
         first = f"repays {cost} {largest['verdict']} at {where}"
     else:
         first = f"does not repay {cost} at {where}: not faster per call by its interval"
-    pays = measured["case_id"].isin(faster).sum()
-    return f"{first}; it repays it at {pays} of {len(measured)} cases"
+    return f"{first}; it repays it at {int(be.repaid(measured).sum())} of {len(measured)} cases"
 
 
 def _graphs(rows: pd.DataFrame) -> str:
@@ -204,30 +203,45 @@ def pays_off(frame: pd.DataFrame, baseline: str, name) -> str:
             f"({span(best['speedup_low'], best['speedup_high'])}).")
 
 
-def where_time_goes(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str, name) -> str | None:
-    """The baseline's primary verdict per case, as stretches, and its exposed overhead at each
-    dtype's smallest and largest case: `eager is overhead-bound at M64 fp32 and compute-bound
-    at M128 fp32 to M2048 bf16; exposed overhead 29% of a call at M64 fp32, 0% at M2048 fp32`."""
+def bound_word(row, profiled: bool = True) -> str:
+    """A row's bound as the answer says it: the one judgement (measurements.csv's
+    roofline_bound, suites/common/roofline.py), or why the row has none."""
+    bound = row.get("roofline_bound")
+    state = row.get("profile_state")
+    if isinstance(state, str) and state and state != CLEAN:
+        return f"unjudged (its profile {state.replace('_', ' ')})"
+    if isinstance(bound, str) and bound:
+        return f"{bound}-bound"
+    return "unjudged (no measured peaks)" if profiled else "not profiled (profile=off)"
+
+
+def where_time_goes(frame: pd.DataFrame, baseline: str, name, profiled: bool = True) -> str | None:
+    """The baseline's bound per case (the row's one bound), as stretches, and its exposed
+    overhead at each dtype's smallest and largest case: `eager is overhead-bound at M64 fp32 and
+    compute-bound at M128 fp32 to M2048 bf16; exposed overhead 29% of a call at M64 fp32, 0% at
+    M2048 fp32`. A run without a profile says its bounds are the roofline model's alone."""
     base = frame[(frame["variant"] == baseline) & (frame["status"] == Status.OK)]
     if base.empty:
         return None
-    bound = findings[(findings["variant"] == baseline) & findings["code"].isin(BOUND_CODES)]
-    verdict = dict(zip(bound["case_id"], bound["code"]))
     stretches: list[tuple[str, list]] = []
     for _, row in base.iterrows():
-        code = str(verdict.get(row["case_id"], "not profiled")).replace("_", "-")
-        if stretches and stretches[-1][0] == code:
+        word = bound_word(row, profiled)
+        if stretches and stretches[-1][0] == word:
             stretches[-1][1].append(row)
         else:
-            stretches.append((code, [row]))
+            stretches.append((word, [row]))
     if len(stretches) == 1:
         said = f"{stretches[0][0]} in every case"
     else:
-        said = " and ".join(f"{code} at {name(rows[0])}" if len(rows) == 1 else
-                            f"{code} at {name(rows[0])} to {name(rows[-1])}"
-                            for code, rows in stretches)
+        said = " and ".join(f"{word} at {name(rows[0])}" if len(rows) == 1 else
+                            f"{word} at {name(rows[0])} to {name(rows[-1])}"
+                            for word, rows in stretches)
+    if not profiled and any(b.endswith("-bound") for b, _ in stretches):
+        said += " (by the roofline model alone: not profiled, profile=off)"
     shares = []
-    for _, rows in base.groupby("dtype", sort=False):
+    trusted = base[[not (isinstance(s, str) and s and s != CLEAN)
+                    for s in base.get("profile_state", pd.Series(None, index=base.index))]]
+    for _, rows in trusted.groupby("dtype", sort=False):
         ends = rows.iloc[[0, -1]] if len(rows) > 1 else rows
         shares += [f"{r['exposed_overhead_us'] / r['mean_us']:.0%} at {name(r)}"
                    for _, r in ends.iterrows()
@@ -235,3 +249,57 @@ def where_time_goes(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str, 
     overhead = f"; exposed overhead (host and launch work the device waits on) is " \
                f"{', '.join(shares)} of a call" if shares else ""
     return f"Where the time goes: {baseline} is {said}{overhead}."
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The report's first screen as lines: the verdict, one bullet per family (and the A/A
+    control, the training lines), where the time goes. report.html, report.md and the console
+    say these same lines."""
+
+    verdict: str
+    bullets: list[str]
+    where: str | None
+
+    def lines(self) -> list[str]:
+        return [self.verdict, *(f"- {b}" for b in self.bullets),
+                *([self.where] if self.where else [])]
+
+
+def answer(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str, name,
+           profiled: bool = True) -> Answer:
+    control = aa_control_line(frame)
+    frame = frame[frame["variant"] != AA_CONTROL]  # the run's own A/A: not a way to fuse
+    return Answer(pays_off(frame, baseline, name),
+                  family_lines(frame, baseline, name) + ([control] if control else [])
+                  + training_lines(frame, findings, baseline, name),
+                  where_time_goes(frame, baseline, name, profiled))
+
+
+ANSWER_HEADING = "## The answer"
+WARNINGS_HEADING = "## Read with care"
+
+
+def markdown(title: str, meta: str, said: Answer, warnings: list[str]) -> str:
+    """report.md: the answer as text (the console prints its answer section), then what to
+    read it with care for; the rest of the report is in report.html."""
+    parts = [f"# {title}", "", meta, "", ANSWER_HEADING, "", *said.lines(), ""]
+    if warnings:
+        parts += [WARNINGS_HEADING, "", *(f"- {w}" for w in warnings), ""]
+    parts += ["Plots, tables, findings and traces: report.html in this folder.", ""]
+    return "\n".join(parts)
+
+
+def answer_section(text: str) -> list[str]:
+    """The answer's lines of a report.md (what the console prints, and the audit reads)."""
+    lines = text.splitlines()
+    if ANSWER_HEADING not in lines:
+        return []
+    start = lines.index(ANSWER_HEADING) + 1
+    out = []
+    for line in lines[start:]:
+        if line.startswith("## ") or line.startswith("Plots, tables"):
+            break
+        if line.strip():
+            out.append(line)
+    return out

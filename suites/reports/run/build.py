@@ -27,6 +27,8 @@ from suites.results.columns import AA_CONTROL, KEY, Status, headers
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.results.tables import MEASUREMENTS_CSV
 
+REPORT_MD = "report.md"  # the answer as text, beside report.html: what the console prints
+
 # median us (with p10-p90), rounds, GB/s, the modelled bytes, the profile's device us and its
 # device ratio (findings say when they disagree with the timing) stay in measurements.csv: the
 # table must fit 1400 px with the GPU-only columns (kernel us and kernel speedup with their
@@ -44,6 +46,11 @@ EXPLAINED = [*RESULT_COLUMNS, *NOT_RUN_COLUMNS, "flops", "bytes", "tolerance"]
 
 
 def _meta(env: dict) -> str:
+    """The page's first line: when, where, with what; what env.json does not say is left out
+    (the banner names a missing or corrupt env.json)."""
+    if not env.get("device"):
+        return html.escape("Machine, versions and peaks unknown: the run folder's env.json says "
+                           "nothing of them.")
     device = env.get("gpu") or env.get("cpu", "")
     peaks = env.get("peaks")
     peak_text = ""
@@ -52,11 +59,13 @@ def _meta(env: dict) -> str:
         probes = len(env.get("peak_probes") or [peaks])
         peak_text = (f" Measured peaks (best of {probes} probe{'s' * (probes != 1)}): {flops}; "
                      f"copy {plain(peaks['copy_gbps'])} GB/s.")
+    threads = env.get("threads")
     return html.escape(
-        f"{env.get('created', '')} on {env.get('device')} ({device}), {env.get('threads')} thread{'s' * (env.get('threads') != 1)} "
-        f"({env.get('threads_rule', 'as set')}); "
-        f"torch {env.get('torch')}, triton {env.get('triton')}, commit {env.get('fusebench_commit')}; "
-        f"timing preset {env.get('timing', {}).get('preset')}.{peak_text}")
+        f"{env.get('created', '')} on {env.get('device')} ({device}), {threads} "
+        f"thread{'s' * (threads != 1)} ({env.get('threads_rule', 'as set')}); "
+        f"torch {env.get('torch')}, triton {env.get('triton')}, commit "
+        f"{env.get('fusebench_commit')}; timing preset "
+        f"{(env.get('timing') or {}).get('preset')}.{peak_text}")
 
 
 def _measured_section(op: Op, frame: pd.DataFrame) -> str:
@@ -77,19 +86,12 @@ def _measured_section(op: Op, frame: pd.DataFrame) -> str:
     return (f"<p>{html.escape(op.describe)}; {cases} cases.</p>" + hp.bullet_list(items))
 
 
-def _answer_section(frame: pd.DataFrame, findings: pd.DataFrame, op: Op, name,
-                    plot: Path | None) -> str:
+def _answer_section(lines: answer.Answer, plot: Path | None) -> str:
     """The first screen: does fusion pay off, per family, and where the time goes, beside a
     small plot of the speedups (suites/reports/run/answer.py)."""
-    baseline = op.baseline
-    control = answer.aa_control_line(frame)
-    frame = frame[frame["variant"] != AA_CONTROL]  # the run's own A/A: not a way to fuse
-    where = answer.where_time_goes(frame, findings, baseline, name)
-    text = (f"<p id='verdict'><b>{html.escape(answer.pays_off(frame, baseline, name))}</b></p>"
-            + hp.bullet_list(answer.family_lines(frame, baseline, name)
-                             + ([control] if control else [])
-                             + answer.training_lines(frame, findings, baseline, name))
-            + (f"<p>{html.escape(where)}</p>" if where else ""))
+    text = (f"<p id='verdict'><b>{html.escape(lines.verdict)}</b></p>"
+            + hp.bullet_list(lines.bullets)
+            + (f"<p id='where'>{html.escape(lines.where)}</p>" if lines.where else ""))
     return hp.answer_block(text, plot)
 
 
@@ -122,21 +124,27 @@ def _flag_above_peak(ok: pd.DataFrame) -> pd.DataFrame:
                                for v in ok["pct_peak"]])
 
 
+def report_frame(run: RunFolder) -> pd.DataFrame:
+    """The rows as every page of the report reads them (and the audit, to recompute them)."""
+    frame, op = run.measurements, run.op
+    if frame.empty:
+        raise InputError(f"{run.folder / MEASUREMENTS_CSV}: no rows: nothing to report")
+    if lacking := [c for c in ("variant", "family", "dtype", *op.params) if c not in frame]:
+        raise InputError(f"{run.folder / MEASUREMENTS_CSV}: missing column(s) "
+                         f"{', '.join(lacking)} of {op.name}")
+    # A row there twice (the banner says so): the later one is the one the run wrote last.
+    frame = frame.drop_duplicates(list(KEY), keep="last").reset_index(drop=True)
+    # A 2-D case of an op with a batch axis has no B column value: it is B=1 (kernels/base.py).
+    return frame.assign(**{p: frame[p].fillna(d) for p, d in op.optional.items() if p in frame})
+
+
 def write_report(run_dir: Path) -> Path:
     """Plots and report.html from a run folder's files, so a report can be rebuilt at any time:
     python -m suites.report <run folder>."""
     run = RunFolder(run_dir)
-    run_dir, frame, findings, env = run.folder, run.measurements, run.findings, run.env
+    run_dir, findings, env = run.folder, run.findings, run.env
     op = run.op
-    if frame.empty:
-        raise InputError(f"{run_dir / MEASUREMENTS_CSV}: no rows: nothing to report")
-    if lacking := [c for c in ("variant", "family", "dtype", *op.params) if c not in frame]:
-        raise InputError(f"{run_dir / MEASUREMENTS_CSV}: missing column(s) {', '.join(lacking)} "
-                         f"of {op.name}")
-    # A row there twice (the banner says so): the later one is the one the run wrote last.
-    frame = frame.drop_duplicates(list(KEY), keep="last").reset_index(drop=True)
-    # A 2-D case of an op with a batch axis has no B column value: it is B=1 (kernels/base.py).
-    frame = frame.assign(**{p: frame[p].fillna(d) for p, d in op.optional.items() if p in frame})
+    frame = report_frame(run)
     params = op.columns(frame)
     ok, not_run = frame[frame["status"] == Status.OK], frame[frame["status"] != Status.OK]
     plots = write_plots(frame, op.size_axis, params, op.baseline, run_dir / "plots",
@@ -148,9 +156,11 @@ def write_report(run_dir: Path) -> Path:
     by_size = lines_by_size(frame, op.size_axis, [p for p in params if p in frame],
                              op.baseline)
     trees = op_trees.trees(run.optree)
+    said = answer.answer(frame, findings, op.baseline, name,
+                         profiled=bool((env.get("profile") or {}).get("enabled", True)))
     sections = [
         (f"The answer: does fusion pay off against {op.baseline}, and where does the time go",
-         _answer_section(frame, findings, op, name, small)),
+         _answer_section(said, small)),
         ("Each variant and dtype, size by size", hp.bullet_list(by_size)),
         ("What the profile says", _findings_section(frame, findings, op.baseline, name)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
@@ -170,6 +180,8 @@ def write_report(run_dir: Path) -> Path:
     ]
     title = f"fusebench: {op.name} on {env.get('device')}"
     path = run_dir / "report.html"
-    banner = banner_html(run.problems + banner_lines([env], frame, [(run_dir, run.state)]))
-    atomic.write_text(path, hp.page(title, sections, _meta(env), banner))
+    warnings = run.problems + banner_lines([env], frame, [(run_dir, run.state)])
+    atomic.write_text(path, hp.page(title, sections, _meta(env), banner_html(warnings)))
+    atomic.write_text(run_dir / REPORT_MD, answer.markdown(title, html.unescape(_meta(env)),
+                                                           said, warnings))
     return path

@@ -67,7 +67,8 @@ def case_lines(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str,
             lines.append(f"{baseline}: noisy (too few clean timing rounds): nothing is stated "
                          "from a contended machine")
         elif not bound:
-            lines.append(f"{baseline}: not profiled")
+            base = rows[rows["variant"] == baseline]
+            lines.append(f"{baseline}: {_no_bound(base.iloc[0]) if len(base) else 'did not run'}")
         for variant in rows["variant"]:
             if variant == baseline:
                 continue
@@ -87,3 +88,15 @@ def headline(frame: pd.DataFrame, baseline: str) -> list[str]:
     """The rows of the sweep by status (the answer per variant is the report's first section)."""
     counts = frame["status"].value_counts()
     return ["rows: " + ", ".join(f"{n} {status}" for status, n in counts.items())]
+
+
+def _no_bound(row) -> str:
+    """Why a row states no bound, as its own columns say."""
+    state = row.get("profile_state")
+    if isinstance(state, str) and state and state != "clean":
+        return f"no bound: its profile was {state.replace('_', ' ')} (the findings say why)"
+    if row.get("status") != Status.OK:
+        return f"{row.get('status')}: {row.get('reason')}"
+    if not isinstance(row.get("trace"), str) or not row.get("trace"):
+        return "not profiled (profile=off, or the profile failed: its reason says which)"
+    return "no bound (no measured peaks: calibrate=false)"

@@ -8,6 +8,7 @@ from collections import defaultdict
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.devices import device_shares
+from suites.traces.findings.row_bound import row_bound_finding, row_paced_by_host
 from suites.traces.findings.step_bound import (DEVICE, MARGIN, PrimaryBound, StepBound,
                                                 duration, held_by_stream_wait, host_side,
                                                 primary_bound, unrecorded_us)
@@ -56,35 +57,20 @@ def verdict_label(b: StepBound) -> str:
 
 
 def _statement(b: StepBound, step, ctx: FindingContext) -> tuple[Code, str]:
-    what = "call" if ctx.row is not None else "step"
+    """A trace step's bound in words (a suite row's is row_bound.py's)."""
+    what = "step"
     p = b.parts
     if b.code == Code.COMPUTE_BOUND:
         work = "device work" if ctx.on_gpu else "compute work (CPU ops that compute)"
         busy = p["busy"] if ctx.on_gpu else b.us
-        if ctx.value("roofline_bound") == "overhead":
-            # The profile times each op with the profiler's own cost in it: on a call of a few
-            # microseconds its compute can read longer than the whole unprofiled call.
-            return Code.OVERHEAD_BOUND, (
-                f"overhead-bound: the exposed overhead (host and launch work the device waits "
-                f"on) is {ctx.value('exposed_overhead_us'):.3g} us of a "
-                f"{ctx.value('mean_us'):.3g} us call; the profiled {work} "
-                f"({b.us:.1f} us) carries the profiler's per-op cost")
-        if ctx.value("roofline_bound") == "memory":
-            return Code.MEMORY_BOUND, (
-                f"memory-bound: {work} fills {busy / b.window_us:.0%} of the {what} "
-                f"({busy:.1f} us) and the op does {ctx.value('intensity'):.1f} FLOP per byte, "
-                "under the machine's ridge point")
         if not ctx.on_gpu:
             return b.code, (f"compute-bound: {work} takes {b.share:.0%} of the {what} "
                             f"({duration(b.us)} of a {duration(b.window_us)} window)")
-        if ctx.row is None:  # a trace: its kernels' time, whatever bounds each kernel
-            return b.code, (f"{GPU_BOUND}: kernels run {b.share:.0%} of the {what} "
-                            f"({duration(b.us)} of a {duration(b.window_us)} window, TraceLens's "
-                            f"'computation'; the device is busy {busy / b.window_us:.0%})"
-                            f"{_earlier_work(step, b.window_us)}")
-        return b.code, (f"compute-bound: computation takes {b.share:.0%} of the {what} "
-                        f"({duration(b.us)} of a {duration(b.window_us)} window; the device is "
-                        f"busy {busy / b.window_us:.0%}){_earlier_work(step, b.window_us)}")
+        # A trace: its kernels' time, whatever bounds each kernel.
+        return b.code, (f"{GPU_BOUND}: kernels run {b.share:.0%} of the {what} "
+                        f"({duration(b.us)} of a {duration(b.window_us)} window, TraceLens's "
+                        f"'computation'; the device is busy {busy / b.window_us:.0%})"
+                        f"{_earlier_work(step, b.window_us)}")
     if b.code == Code.OVERHEAD_BOUND and not ctx.on_gpu:
         return b.code, (f"overhead-bound: compute work (CPU ops that compute) is "
                         f"{duration(p['CPU compute'])} of a {duration(b.window_us)} {what} "
@@ -271,6 +257,9 @@ def _evidence(b: StepBound, step_name: str) -> dict:
 
 
 def bound(ctx: FindingContext):
+    if ctx.row is not None:  # a suite row: its one bound (row_bound.py), never decided again
+        yield from row_bound_finding(ctx)
+        return
     found = profile_bound(ctx)
     if found is None:
         yield from _no_verdict(ctx)
@@ -352,6 +341,9 @@ def host_paced(ctx: FindingContext) -> str | None:
     a statement about a kernel's speed must carry: a faster kernel only lengthens the device's
     wait. Advice to make a kernel faster is not given then at all (occupancy, GEMM rates): it
     cannot shorten the step. None where the device sets it, or nothing was judged."""
+    if ctx.row is not None:  # a suite row: its one bound
+        return ("but the call is overhead-bound: a faster kernel would not shorten it"
+                if row_paced_by_host(ctx) else None)
     found = profile_bound(ctx)
     if found is None or found.bound.side == DEVICE:
         return None

@@ -9,10 +9,12 @@ from suites.traces.findings import tree as op_trees
 from suites.traces.findings import gemms, kernel_mix, occupancy, standouts
 from suites.traces.findings.core import (Finding, FindingContext, Row, column_value, is_ok,
                                          step_failed)
+from suites.traces.findings.row_bound import NOT_CLEAN_MARK, marked  # noqa: F401 (the mark)
 from suites.traces.call_profile import CallProfile
 from suites.results.columns import KEY
 
 Detector = Callable[[FindingContext], Iterable[Finding]]
+
 
 DETECTORS: tuple[Detector, ...] = (
     bounds.bound, standouts.dominant_kernel, standouts.comm_share, standouts.idle_gaps,
@@ -60,7 +62,8 @@ def find_all(row: Row, profile: CallProfile | None, baseline_row: Row | None,
                          baseline_row=None if own else baseline_row,
                          baseline_profile=None if own else baseline_profile,
                          dtype=column_value(row, "dtype"))
-    return [f.as_row() for f in run_detectors_guarded(ctx)]
+    # Every figure of a profile that was not clean is said as such, never as fact.
+    return [f.as_row() for f in marked(run_detectors_guarded(ctx), row)]
 
 
 def _same_row(a: Row, b: Row) -> bool:

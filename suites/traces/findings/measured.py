@@ -32,6 +32,7 @@ import math
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, Row, column_value, is_ok, step_failed
 from suites.traces.findings.launch_floor import launch_floor
+from suites.traces.findings.row_bound import marked
 from suites.traces.findings.training import training_findings
 
 PEAK_SLACK = 100.0   # % of the roofline above which a row is flagged
@@ -169,7 +170,7 @@ def row_findings(rows: list[Row], suite: str, baseline: str,
             found += _guarded(page_faults_differ, row, bases.get(case_id))
         found += _guarded(launch_floor, row, floors)
         out += [{"suite": suite, "case_id": case_id, "variant": variant, **f.as_row()}
-                for f in found]
+                for f in marked(found, row)]
     try:
         across_modes = training_findings(rows, baseline)
     except Exception as exc:  # the other rows' findings stand; this step says it failed

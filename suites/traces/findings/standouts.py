@@ -4,6 +4,7 @@ one-time set-up that is not the primary bound."""
 from __future__ import annotations
 
 from suites.traces.findings.bounds import host_paced, profile_bound
+from suites.traces.findings.row_bound import row_paced_by_host
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.step_bound import DEVICE, duration, unrecorded_us
@@ -62,7 +63,7 @@ def idle_gaps(ctx: FindingContext):
     found = profile_bound(ctx)
     # (a step bound on its queued idle says so in its verdict: no second statement of it)
     if (found is None or not ctx.on_gpu or found.bound.side != DEVICE
-            or found.bound.code == Code.DEVICE_WAIT):
+            or found.bound.code == Code.DEVICE_WAIT or row_paced_by_host(ctx)):
         return
     w = found.step.window
     # Idle during the profiler's buffer requests is the profiler's (profiler_buffer_gaps).

@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.bounds import profile_bound
+from suites.traces.findings.row_bound import row_paced_by_host
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.findings.step_bound import DEVICE, duration, unrecorded_us
 from suites.traces.device_time import kernel_us
@@ -121,7 +122,7 @@ def gpu_queue(ctx: FindingContext):
     blocking copy, is the bound's business, not this). An empty queue is the overhead-bound
     verdict's own evidence, said in it (bounds.queue_runs_empty)."""
     found = profile_bound(ctx)
-    if not ctx.on_gpu or found is None:
+    if not ctx.on_gpu or found is None or row_paced_by_host(ctx):  # a row: its one bound
         return
     delays = [d for s in ctx.profile.steps for d in s.launch_delays_us]
     if len(delays) < 1:

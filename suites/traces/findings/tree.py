@@ -6,6 +6,8 @@ from __future__ import annotations
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces import op_tree as ot
+from suites.traces.device_time import GPU, HOST_ONLY
+from suites.traces.op_kinds import names_cpu_kernel
 
 # A fat leaf: an op whose own code (its self time) takes at least FAT_SHARE of the call's span,
 # whose children (ops and runtime calls) take under 1 - FAT_OWN of its own span, and at least
@@ -43,8 +45,9 @@ def _ops(rows) -> float:
 def fat_leaf(ctx: FindingContext):
     """A library op whose self time is most of the call's host time (cuDNN SDPA's per-call
     plan selection). On a CPU a compute op's self time is its computation, so this reads only
-    traces with a device: there an op's self time is host work."""
-    if ctx.profile is None or ctx.profile.analysis.mode == "cpu":
+    traces with a device, where an op's self time is host work, and never an op that names its
+    CPU kernel (op_kinds.names_cpu_kernel), whatever else the trace holds."""
+    if ctx.profile is None or not _host_side_of_a_device(ctx.profile.analysis.mode):
         return
     rows = ctx.profile.op_tree()
     span = ot.call_us(rows)
@@ -53,6 +56,7 @@ def fat_leaf(ctx: FindingContext):
     for row in rows:
         own = row["self_us"]
         if not (row["depth"] and row["kind"] == ot.OP and "::" in row["name"]
+                and not names_cpu_kernel(row["name"])
                 and own >= FAT_MIN_US and own >= FAT_SHARE * span
                 and own >= FAT_OWN * row["total_us"]):
             continue
@@ -66,3 +70,9 @@ def fat_leaf(ctx: FindingContext):
                       {"op": row["name"], "self_us": own, "call_us": span,
                        "share": own / span, "total_us": row["total_us"],
                        "children_per_call": children, "children_us": children_us})
+
+
+def _host_side_of_a_device(mode: str) -> bool:
+    """A trace whose ops launch a device's work (device_time.trace_mode): their self time is
+    the host's, not computation."""
+    return mode in (GPU, HOST_ONLY)

@@ -57,7 +57,7 @@ class Match:
     calls: list[OpCall]     # the top-level calls it covers, in order
     notes: list[str] = field(default_factory=list)
     problem: str = ""       # why the case cannot be built ("" where it can)
-    replay: str = ""        # the block's variant that runs what the trace ran (replay.py)
+    replay: str = ""        # the block's variant that runs what the trace ran (suites/suggest/)
 
     @property
     def device_us(self) -> float:

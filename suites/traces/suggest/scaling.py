@@ -3,8 +3,9 @@ for a machine that cannot hold them (a GPU trace swept on a CPU). Per block, the
 are divided in order (rounded up), what one cannot take going to the next: the tokens (T, M),
 the batch, then the heads; never a sequence length or a width, whose work grows faster than
 linearly or changes the kernels. Work per call is then ~1/F of the trace's, so a time measured
-at the scaled shape, times the factor actually applied, stands beside the trace's (replay.py),
-and a ratio of two variants is the scaled shape's (said where it is used).
+at the scaled shape, times the factor actually applied, stands beside the trace's
+(suites/suggest/replay.py), and a ratio of two variants is the scaled shape's (said where it is
+used).
 """
 from __future__ import annotations
 
