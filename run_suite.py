@@ -28,7 +28,7 @@ from suites.harness.runner import after_the_answer, run
 from suites.harness.stopping import Interrupted, stop_on_signals
 from suites.results.journal import disk_full
 from suites.reports.run.answer import answer_section
-from suites.reports.run.audit import audit
+from suites.reports.run.audit import audit_and_keep
 from suites.reports.run.build import REPORT_MD, write_report
 from suites.reports.run.summary import summary_table
 
@@ -78,7 +78,7 @@ def main(cfg: DictConfig) -> None:
     print(f"\n{len(result.frame)} rows in {result.seconds:.0f} s; report: {report} "
           f"(the answer as text: {out_dir / REPORT_MD})")
     print(f"run folder: {out_dir}")
-    audited = audit(out_dir)  # every statement of the run's pages against the others
+    audited = audit_and_keep(out_dir)  # every statement of its pages against the others
     print("\n".join(audited.lines()) + ("" if audited.found else
                                            f" (python -m suites.report --check {out_dir})"),
           flush=True)

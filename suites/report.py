@@ -3,12 +3,13 @@
 fusebench writes (a run, a ladder from collect, a compare, a history, an analyze --suggest):
 every statement its pages make, tested against the others and against the numbers it rests on;
 each contradiction printed with both sources, exit 1 on any, 2 on a folder that is none of
-these. Each room audits its own pages (an audit.py beside the code that writes them); this entry
+these. A folder holding such folders (a multirun sweep: its jobs and its ladder; a results/
+tree) has each of them audited. Each room audits its own pages (an audit.py beside the code that writes them); this entry
 point only tells the kinds apart, since no room below it may know them all."""
 import sys
 from pathlib import Path
 
-from suites.common.audit import Audit
+from suites.common.audit import Audit, audit_safely
 from suites.common.cli import EXIT_BAD_INPUT
 from suites.common.errors import InputError
 from suites.reports.run.command import main as report_main
@@ -20,42 +21,84 @@ def _history(folder: Path) -> bool:
     return (folder / "regressions.json").is_file() and (folder / "history.md").is_file()
 
 
-def audit_folder(folder: Path) -> Audit:
-    """The audit of one folder, by its kind (told by a file only that kind writes)."""
+def _audit_of(folder: Path):
+    """(kind, audit) of a folder fusebench writes, told by a file only that kind writes; None
+    for any other folder."""
     from suites.reports.compare import audit as compare
     from suites.reports.history import audit as history
     from suites.reports.ladder import audit as ladder
     from suites.reports.run import audit as run
     from suites.suggest import audit as suggest
 
+    if (folder / "measurements.csv").is_file():
+        return "run", run.audit
+    for kind, looks_like, audit in (("ladder", ladder.looks_like, ladder.audit),
+                                    ("compare", compare.looks_like, compare.audit),
+                                    ("history", _history, history.audit),
+                                    ("suggest", suggest.looks_like, suggest.audit)):
+        if looks_like(folder):
+            return kind, audit
+    return None
+
+
+def audit_folder(folder: Path) -> Audit:
+    """The audit of one folder, by its kind."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder")
-    if (folder / "measurements.csv").is_file():
-        return run.audit(folder)
-    for looks_like, audit in ((ladder.looks_like, ladder.audit),
-                              (compare.looks_like, compare.audit),
-                              (_history, history.audit), (suggest.looks_like, suggest.audit)):
-        if looks_like(folder):
-            return audit(folder)
-    raise InputError(f"{folder}: not a folder fusebench writes (a run, ladder, compare, history "
-                     "or suggest folder): nothing to audit")
+    found = _audit_of(folder)
+    if found is None:
+        raise InputError(f"{folder}: not a folder fusebench writes (a run, ladder, compare, "
+                         "history or suggest folder): nothing to audit")
+    return audit_safely(found[1], folder, found[0])
+
+
+def audits_under(folder: Path) -> list[Audit]:
+    """The folder's audit, or, for a folder holding others (a multirun sweep and its jobs, its
+    ladder, a results/ tree), the audit of every folder fusebench wrote under it."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such folder")
+    if _audit_of(folder) is not None:
+        return [audit_folder(folder)]
+    audits = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if _audit_of(sub) is not None:
+            audits.append(audit_folder(sub))
+        else:
+            audits += _quiet(audits_under, sub)
+    if not audits:
+        raise InputError(f"{folder}: not a folder fusebench writes (a run, ladder, compare, "
+                         "history or suggest folder), nor one holding any: nothing to audit")
+    return audits
+
+
+def _quiet(audits, folder: Path) -> list[Audit]:
+    """A subfolder that holds nothing fusebench wrote is no error inside a larger one."""
+    try:
+        return audits(folder)
+    except InputError:
+        return []
 
 
 def check_main(folders: list[str]) -> int:
+    """0: every statement holds; 1: a contradiction (or an audit that could not read a page);
+    2: a folder that is no fusebench folder (the others are audited all the same)."""
     if not folders:
         print(f"fusebench: error: {CHECK} needs at least one folder", file=sys.stderr)
         return EXIT_BAD_INPUT
-    found = 0
+    found, bad = 0, False
     for name in folders:
         try:
-            result = audit_folder(Path(name))
+            audits = audits_under(Path(name))
         except InputError as exc:
             print(f"fusebench: error: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print("\n".join(result.lines()))
-        found += len(result.found)
-    return 1 if found else 0
+            bad = True
+            continue
+        for result in audits:
+            print("\n".join(result.lines()))
+            found += len(result.found)
+    return EXIT_BAD_INPUT if bad else 1 if found else 0
 
 
 def main(argv=None) -> int:

@@ -3,6 +3,7 @@ fusebench writes, and each corruption named by its check's code, with both sourc
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pandas as pd
@@ -123,3 +124,62 @@ def test_the_ladder_of_a_run_has_no_contradiction_and_a_bent_break_even_is_found
         frame["verdict"] = "after 19 calls"
     _edit(ladder, "breakeven.csv", counted)
     assert {"breakeven_rule", "breakeven_recomputed"} <= _codes(ladder)
+
+
+def test_a_folder_holding_runs_has_each_audited_and_a_bad_folder_stops_none(run, tmp_path,
+                                                                            capsys):
+    """`--check` on a sweep (its jobs, its ladder) or a results/ tree audits every folder
+    fusebench wrote under it; a folder that is none among several is named, exit 2, and the
+    others are audited all the same."""
+    tree = tmp_path / "results"
+    shutil.copytree(run, tree / "sweep" / "0")
+    shutil.copytree(run, tree / "sweep" / "1")
+    (tree / "sweep" / "notes").mkdir()
+    _edit(tree / "sweep" / "1", "measurements.csv",
+          lambda f: f.__setitem__("ridge", f["ridge"] * 2))
+    assert report_main(["--check", str(tree)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("audit of run folder") == 2 and "[bound_ridge]" in out
+    assert report_main(["--check", str(tmp_path / "nothing"), str(tree / "sweep" / "0")]) == 2
+    captured = capsys.readouterr()
+    assert "nothing: no such folder" in captured.err
+    assert f"audit of run folder {tree / 'sweep' / '0'}: 0 contradictions" in captured.out
+
+
+def test_an_audit_that_raises_is_a_finding_not_a_crash(run, capsys):
+    """An audit that cannot read a page (or a check with a bug) must not kill the command that
+    wrote the pages: it is reported as `audit_failed`, exit 1 under --check."""
+    from suites.common.audit import AUDIT_FAILED, audit_safely
+
+    def broken(folder):
+        raise KeyError("flops")
+
+    found = audit_safely(broken, run, "run")
+    assert [c.check for c in found.found] == [AUDIT_FAILED] and "KeyError" in found.lines()[1]
+    (run / "env.json").write_text("{ not json")
+    code = report_main(["--check", str(run)])
+    out = capsys.readouterr().out
+    assert code == 1 and out.startswith("audit of run folder"), out
+
+
+def test_a_run_whose_rows_a_rerun_replaced_is_not_held_to_the_ladder(tiny_run, tmp_path):
+    """collect keeps the newest of two runs holding the same rows; the older run's report.md
+    speaks of its own rows, not the ladder's, so it is not held to the ladder's break-even."""
+    from suites.reports.ladder.command import main as collect
+
+    out, _ = tiny_run
+    runs = tmp_path / "runs"
+    old, new = runs / "old", runs / "rerun"
+    shutil.copytree(out, old)
+    shutil.copytree(out, new)
+    env = json.loads((new / "env.json").read_text())
+    env["created"] = "2999-01-01T00:00:00"
+    (new / "env.json").write_text(json.dumps(env))
+    md = (old / "report.md").read_text()
+    said = re.search(r"it repays it at (\d+) of (\d+) cases", md)
+    assert said is not None, md
+    (old / "report.md").write_text(md.replace(
+        said.group(0), f"it repays it at {int(said.group(2)) + 5} of {said.group(2)} cases"))
+    assert collect([str(runs), "--out", str(tmp_path / "ladder")]) == 0
+    found = audit_folder(tmp_path / "ladder")
+    assert "ladder_vs_report" not in {c.check for c in found.found}, "\n".join(found.lines())

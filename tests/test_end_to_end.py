@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ["measurements.csv", "kernels.csv", "samples.csv", "rounds.csv", "findings.csv", "env.json",
-         "report.html", ".hydra/config.yaml", ".hydra/overrides.yaml"]
+         "report.html", "report.md", "audit.txt", ".hydra/config.yaml", ".hydra/overrides.yaml"]
 PLOTS = ["time_vs_size.png", "speedup.png", "where_time_goes.png", "kernels_per_call.png",
          "answer.png"]
 
@@ -50,25 +50,33 @@ def assert_finished(result, *folders, allow=()):
     assert result.returncode == int(bad.any()), (result.returncode, result.stderr[-3000:])
     assert last.startswith("fusebench: ") and (f"{bad.sum()} of {len(rows)} rows are not results"
                                                in last if bad.any() else "ok or skipped" in last)
-    assert_audited(result, allow)
+    assert_audited(result, folders, allow)
 
 
 AUDIT_LINE = re.compile(r"^audit of run folder (.+?): (\d+) contradictions? in (\d+) statement",
                         re.M)
 
 
-def assert_audited(result, allow=()):
+def assert_audited(result, folders=(), allow=()):
     """Every sweep a test makes is audited (issue 36): each run audits its own pages at its end,
-    in its own environment (a user's block on its PYTHONPATH), and prints the count; none may
-    find a statement that contradicts another or the numbers it rests on (but the checks in
+    in its own environment (a user's block on its PYTHONPATH), prints the count and keeps it in
+    its folder's audit.txt (a launched job's console is a log file: its folder is read); none
+    may find a statement that contradicts another or the numbers it rests on (but the checks in
     `allow`, each contradiction printed on a line `  [check] ...`)."""
-    found = AUDIT_LINE.findall(result.stdout)
-    assert found, result.stdout[-2000:]
+    text = result.stdout
+    printed = {Path(f[0]).resolve() for f in AUDIT_LINE.findall(text)}
+    for folder in folders:
+        if Path(folder).resolve() not in printed:
+            kept = Path(folder) / "audit.txt"
+            assert kept.is_file(), (folder, text[-2000:])
+            text += "\n" + kept.read_text()
+    found = AUDIT_LINE.findall(text)
+    assert found, text[-2000:]
     assert all(f[2] != "0" for f in found), found
-    named = re.findall(r"^  \[(\w+)\]", result.stdout, re.M)
+    named = re.findall(r"^  \[(\w+)\]", text, re.M)
     assert sum(int(f[1]) for f in found) == len(named)
     bad = [check for check in named if check not in allow]
-    assert not bad, result.stdout[result.stdout.index("audit of run folder"):][:4000]
+    assert not bad, text[text.index("audit of run folder"):][:4000]
 
 
 def test_every_file_is_written(tiny_run):

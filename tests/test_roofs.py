@@ -6,6 +6,7 @@ import pytest
 
 from kernels import registry
 from kernels.base import Case
+from suites.common.roofline import bandwidth_for
 from suites.harness import calibration
 from suites.harness.derived import derive, new_row
 from suites.results.row import TimingStats
@@ -27,12 +28,12 @@ def test_cache_sizes_from_a_fake_sysfs(tmp_path):
 
 
 def test_the_roof_is_the_level_the_bytes_fit_in():
-    assert calibration.bandwidth_for(PEAKS, 100_000) == 50.0        # L2
-    assert calibration.bandwidth_for(PEAKS, 2**20) == 25.0          # L3
-    assert calibration.bandwidth_for(PEAKS, 2**30) == 10.0          # DRAM
-    assert calibration.bandwidth_for({"copy_gbps": 10.0}, 100) == 10.0  # a GPU: DRAM's only
+    assert bandwidth_for(PEAKS, 100_000) == 50.0        # L2
+    assert bandwidth_for(PEAKS, 2**20) == 25.0          # L3
+    assert bandwidth_for(PEAKS, 2**30) == 10.0          # DRAM
+    assert bandwidth_for({"copy_gbps": 10.0}, 100) == 10.0  # a GPU: DRAM's only
     # A cache probe that read under DRAM's (a busy machine) never lowers the roof.
-    assert calibration.bandwidth_for({**PEAKS, "cache_copy_gbps": [[2**20, 3.0]]}, 100) == 10.0
+    assert bandwidth_for({**PEAKS, "cache_copy_gbps": [[2**20, 3.0]]}, 100) == 10.0
 
 
 def _row(suite, params, variant, mean_us, device_us=math.nan, host_us=math.nan):

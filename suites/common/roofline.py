@@ -39,15 +39,6 @@ def bandwidth_for(peaks: dict, working_set: float | None) -> float:
     return peaks["copy_gbps"]
 
 
-def level_name(peaks: dict, working_set: float | None) -> str:
-    """`DRAM`, or the cache level the bytes fit in by its probed working set (`a cache (<= 16
-    MiB)`): what the ridge in a sentence is the ridge of."""
-    for fits, gbps in peaks.get("cache_copy_gbps") or []:
-        if working_set is not None and working_set <= fits and gbps > peaks["copy_gbps"]:
-            return f"a cache (working sets to {fits / 2**20:.3g} MiB)"
-    return "DRAM"
-
-
 @dataclass(frozen=True)
 class RowBound:
     """A row's bound and every number that decided it (NaN where unknown)."""

@@ -14,7 +14,6 @@ from pathlib import Path
 import torch
 
 from kernels.base import DTYPES
-from suites.common.roofline import bandwidth_for  # noqa: F401 (the roof of a working set: one rule)
 from suites.harness.timing import sync
 
 # Large enough to reach the device's steady state, small enough to take about a second; the

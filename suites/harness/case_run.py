@@ -275,8 +275,10 @@ def finish(outcome: CaseOutcome, spec: RunSpec, peaks: dict | None) -> None:
         if row.status in (Status.OK, Status.NOISY) and mine:
             _timing(row, mine, min_clean(spec), cache)
             if outcome.guard is not None:  # the profile against the final time per call
+                taken = outcome.profiles.get(row.variant)
                 row.profile = rejudged(row.profile, row.value("mean_us"),
-                                       outcome.guard.profiler_op_us)
+                                       outcome.guard.profiler_op_us,
+                                       taken.call_us() if taken is not None else None)
             note = outcome.notes.get(row.variant)
             row.reason = "; ".join(r for r in (row.reason, note) if r)
     _speedups(outcome, spec.suite.baseline)

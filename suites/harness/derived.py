@@ -14,7 +14,7 @@ import math
 
 from kernels.base import Case, Op, Variant
 from suites.common.roofline import row_bound
-from suites.harness.round_checks import CLEAN
+from suites.results.columns import profile_unclean
 from suites.traces.device_time import on_gpu
 from suites.results.row import NAN, ResultRow, Roofline
 
@@ -58,8 +58,7 @@ def _roofline(row: ResultRow, peaks: dict | None) -> None:
 def profile_clean(row: ResultRow) -> bool:
     """Whether the row's profile figures may be read as fact: no profile at all (the bound is
     the model's), or one judged clean."""
-    state = row.profile.profile_state if row.profile is not None else None
-    return state in (None, CLEAN)
+    return not profile_unclean(row.profile.profile_state if row.profile is not None else None)
 
 
 def trusted_overhead_us(row: ResultRow) -> float:

@@ -87,13 +87,16 @@ def out_of_step(host_us: float, timed_us: float, ops: float, profiler_op_us: flo
             f"{OUT_OF_STEP_FACTOR:g}x the call)")
 
 
-def rejudged(stats, timed_us: float, profiler_op_us: float):
+def rejudged(stats, timed_us: float, profiler_op_us: float, call_us: float | None = None):
     """A row's clean profile (ProfileStats) judged again once its time per call is final (its
     clean rounds only, after a re-measure too): the takes were judged against the rounds'
-    first reading; the same rule on the final figure marks it out of step where it is."""
+    first reading; the same rule on the final figure marks it out of step where it is.
+    `call_us` is the profiled call's length the take was judged on (CallProfile.call_us), where
+    known; else the row's median host_us."""
     if stats is None or stats.profile_state != CLEAN:
         return stats
-    why = out_of_step(stats.host_us, timed_us, stats.n_cpu_ops, profiler_op_us)
+    span = call_us if call_us is not None and call_us == call_us else stats.host_us
+    why = out_of_step(span, timed_us, stats.n_cpu_ops, profiler_op_us)
     return replace(stats, profile_state=OUT_OF_STEP, profile_reason=why) if why else stats
 
 

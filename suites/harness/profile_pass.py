@@ -45,9 +45,11 @@ def native_stderr_captured():
 
 
 def capture(call, label: str, device_type: str, spec: ProfileSpec, trace_path: Path,
-            table_path: Path, before_call=None) -> None:
+            table_path: Path, before_call=None, meter=None):
     """`before_call` (e.g. an L2 flush) runs before each call, outside its range, and the GPU
-    queue is drained before the call starts, as in the timing pass."""
+    queue is drained before the call starts, as in the timing pass. `meter` (a load meter:
+    start/stop) spans the profiled steps alone, not the profiler's start-up nor its export,
+    which no figure of the trace holds; its reading is returned (None without one)."""
     activities = [ProfilerActivity.CPU]
     if device_type == "cuda":
         activities.append(ProfilerActivity.CUDA)
@@ -65,7 +67,10 @@ def capture(call, label: str, device_type: str, spec: ProfileSpec, trace_path: P
                                            on_trace_ready=export,
                                            record_shapes=spec.record_shapes,
                                            profile_memory=device_type == "cpu") as prof:
-        for _ in range(steps):
+        load = None
+        for step in range(steps):
+            if meter is not None and step == steps - spec.active:
+                meter.start()
             if before_call is not None:
                 before_call()
             if device_type == "cuda":
@@ -75,7 +80,10 @@ def capture(call, label: str, device_type: str, spec: ProfileSpec, trace_path: P
             if device_type == "cuda":
                 # Outside the call's range: each step's kernels finish inside the step.
                 torch.cuda.synchronize()
+            if meter is not None and step == steps - 1:
+                load = meter.stop()
             prof.step()
     sort_by = "self_device_time_total" if device_type == "cuda" else "self_cpu_time_total"
     table = prof.key_averages().table(sort_by=sort_by, row_limit=spec.row_limit)
     table_path.write_text(f"{label}: {spec.active} profiled calls, sorted by {sort_by}\n{table}\n")
+    return load

@@ -250,18 +250,18 @@ def profile(prepared: Prepared, case: Case, spec: RunSpec, guard: ProfileGuard |
     trace_path, table_path = artifact_paths(spec.out_dir, case, row.variant)
     try:
         for take in range(1, (MAX_TAKES if guard is not None else 1) + 1):
-            if guard is not None:
-                guard.meter.start()
             with contender.scope():
-                # The same cold L2 as the timing pass, so device time and the median compare.
-                capture(contender.call, row.variant, case.device_type, spec.profile, trace_path,
-                        table_path, before_call=_before_each(contender.call, spec, case))
-            load = guard.meter.stop() if guard is not None else None
+                # The same cold L2 as the timing pass, so device time and the median compare;
+                # the guard's meter over the profiled steps alone.
+                load = capture(contender.call, row.variant, case.device_type, spec.profile,
+                               trace_path, table_path,
+                               before_call=_before_each(contender.call, spec, case),
+                               meter=guard.meter if guard is not None else None)
             shapes = prepared.variant.gemm_shapes(case) if prepared.variant.gemm_shapes else ()
             result = CallProfile(analyze(read_trace(trace_path), label=row.variant,
                                          device=case.device_type), gemm_shapes=shapes)
             metrics = result.metrics()
-            judged = guard.judge(load, metrics["host_us"], timed_us, metrics["n_cpu_ops"]) \
+            judged = guard.judge(load, result.call_us(), timed_us, metrics["n_cpu_ops"]) \
                 if guard is not None else None
             if judged is None or judged.clean:
                 break

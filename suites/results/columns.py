@@ -32,6 +32,18 @@ STATUS_MEANING = {
 }
 
 
+# A profile judged like a timing round (suites/harness/profile_guard.py): its figures are fact
+# only when it was clean, or when there was none (no trace, profile=off: nothing to mark).
+PROFILE_CLEAN = "clean"
+
+
+def profile_unclean(state) -> bool:
+    """Whether a row's profile_state (a ResultRow's, or a cell read back from a CSV: None, NaN
+    or "" when the row had no profile) says its profile figures are not the call's. Every page
+    that marks, trusts or drops a row's profile asks this, so none decides it differently."""
+    return isinstance(state, str) and state not in ("", PROFILE_CLEAN)
+
+
 TEXT, NUMBER = "text", "number"
 # The run's own A/A control (timing.aa_control=true): a second copy of the baseline, timed as a
 # variant of its own in every round. Its speedup over the baseline is 1 by construction, so what
@@ -258,7 +270,10 @@ METRICS = (
     Column("bytes_moved", "B", NUMBER,
        "bytes this variant's form moves by the op's model, intermediates included, where "
        "modelled", "bytes (model)", "roofline"),
-    Column("intensity", "FLOP/B", NUMBER, "flops / bytes", part="roofline"),
+    Column("intensity", "FLOP/B", NUMBER,
+       "flops / bytes: the op's ideal intensity, each operand moved once. A row's bound and the "
+       "ladder's roofline use its variant's own, flops / bytes_moved (an unfused form moves more)",
+       part="roofline"),
     Column("tflops", "TFLOP/s", NUMBER,
        "flops / kernel us on CUDA (the device's work rate), flops / us/call on a CPU",
        "TFLOP/s", "roofline"),

@@ -31,7 +31,7 @@ from suites.common.errors import InputError
 from suites.harness.case_run import MIN_CLEAN_ROUNDS
 from suites.results.intervals import t95
 from suites.suggest import verdict as judged
-from suites.suggest.command import ROUNDS, TABLE
+from suites.suggest.files import ROUNDS, TABLE
 from suites.traces.suggest.experiment import FILE, TRACE_KEY
 from suites.traces.suggest.scaling import scaled
 

@@ -22,16 +22,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from suites.common.audit import audit_safely
 from suites.common.errors import ConfigError
 from suites.suggest import page
+from suites.suggest.audit import audit
+from suites.suggest.files import ROUNDS, TABLE
 from suites.suggest.replay import Replay, figure, replay_all
 from suites.traces.events import Trace
 from suites.traces.suggest import experiment
 from suites.traces.suggest.groups import Group
 from suites.traces.suggest.suggestions import NO_SHAPES, suggestions
 
-TABLE = "suggest.csv"          # only --suggest writes it: audit.looks_like reads it so
-ROUNDS = "replay_rounds.csv"
 
 
 def _frame(groups: list[Group], steps: int, total: float, replays: dict) -> pd.DataFrame:
@@ -99,5 +100,7 @@ def run(trace: Trace, steps: int, out: Path | None, replay: bool = True,
                   "covered_us_per_step": round(covered / steps, 3),
                   **({"scale": scale} if scale > 1 else {})}
     written.append(experiment.write(out, groups, info["mode"], steps, trace_info, scale))
-    lines += [f"written: {', '.join(str(p) for p in written)}", experiment.command_line(out)]
+    # Every statement of the folder against its numbers (audit.py); the command stays last.
+    lines += [*audit_safely(audit, out, "suggest").lines(),
+              f"written: {', '.join(str(p) for p in written)}", experiment.command_line(out)]
     return lines

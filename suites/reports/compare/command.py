@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from suites.common import cli
+from suites.common.audit import audit_safely
 from suites.reports.compare import audit, decision
 from suites.reports.compare.drift import DRIFT_SD, differences, drifts
 from suites.reports.compare.loading import Side, load_side, shared_figure
@@ -109,8 +110,9 @@ def compare(args) -> Path:
     print()
     print("\n".join(care_lines(side_a, side_b) + summary + basis.lines()))
     print(f"compare folder: {out_dir}")
-    # Every compare audits what it wrote; its first line ends the output, the exit code stays 0.
-    print(audit.audit(out_dir).lines()[0])
+    # Every compare audits what it wrote; its lines end the output (each contradiction on its
+    # own), the exit code stays compare's.
+    print("\n".join(audit_safely(audit.audit, out_dir, audit.KIND).lines()))
     return out_dir
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suites.common import cli
+from suites.common.audit import audit_safely
 from suites.common.errors import ConfigError
 from suites.reports.history import audit, explain, loading, outputs, series, thresholds
 
@@ -102,9 +103,9 @@ def run_history(args) -> Outcome:
     judged = series.judge(history, limits)
     explain.explain_all(judged)
     print(outputs.write_all(out_dir, judged))
-    # Every history audits what it wrote (audit.py): its line ends the output; the exit code
-    # stays the gate's.
-    print(audit.audit(out_dir).lines()[0])
+    # Every history audits what it wrote (audit.py): its lines end the output, each
+    # contradiction on its own; the exit code stays the gate's.
+    print("\n".join(audit_safely(audit.audit, out_dir, "history").lines()))
     return Outcome(judged, out_dir)
 
 

@@ -6,7 +6,7 @@ import html
 
 import pandas as pd
 
-from suites.results.columns import Status
+from suites.results.columns import Status, profile_unclean
 from suites.results.journal import COMPLETE, RUNNING, still_running
 
 CSS = (".banner{background:#fff4d6;border:1px solid #e0b84a;padding:.5em 1em;margin:1em 0}"
@@ -80,6 +80,15 @@ def banner_lines(envs: list[dict], frame: pd.DataFrame, states=()) -> list[str]:
     if len(noisy):
         lines.append(f"{len(noisy)} row(s) are noisy: too few clean timing rounds, so they are not "
                      "shown as results (the table of rows not shown says why).")
+    if "profile_state" in frame:
+        marked = frame[(frame["status"] == Status.OK)
+                       & frame["profile_state"].map(profile_unclean)]
+        if len(marked):
+            kinds = ", ".join(f"{n} {state.replace('_', ' ')}" for state, n in
+                              marked["profile_state"].value_counts().items())
+            lines.append(f"{len(marked)} row(s) have a profile that was not clean after its "
+                         f"takes ({kinds}): their profile figures (host us, device us, exposed "
+                         "overhead, kernels) are marked and state no bound.")
     if "pct_peak" in frame:
         above = frame[(frame["status"] == Status.OK) & (frame["pct_peak"] > 100)]
         if len(above):

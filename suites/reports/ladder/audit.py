@@ -45,21 +45,21 @@ def _rule(tally: Tally, table: pd.DataFrame) -> None:
                        f"breakeven.csv: {r['verdict']}", "slower by its interval: never")
 
 
-def _reports(tally: Tally, table: pd.DataFrame, runs: list[str]) -> None:
-    """Each collected run's report.md against the ladder's break-even rows of that run."""
+def _reports(tally: Tally, table: pd.DataFrame, runs: list[str], superseded: set[str]) -> None:
+    """Each collected run's report.md against the ladder's break-even rows of that run. A run
+    some of whose rows a newer run replaced (a rerun, a resumed job) is left out: its report
+    speaks of rows the ladder no longer holds."""
     for folder in map(Path, runs):
         md = folder / "report.md"
         measurements = folder / "measurements.csv"
-        if not md.is_file() or not measurements.is_file():
+        if not md.is_file() or not measurements.is_file() or str(folder.resolve()) in superseded:
             continue
         said = REPAYS.search(md.read_text())
         if said is None:
             continue
-        cases = set(pd.read_csv(measurements, usecols=["case_id"])["case_id"])
-        env = json.loads((folder / "env.json").read_text()) if (folder / "env.json").is_file() \
-            else {}
-        mine = be.measured(table[(table["suite"] == env.get("suite"))
-                                 & table["case_id"].isin(cases)])
+        own = pd.read_csv(measurements, usecols=["suite", "case_id"])
+        mine = be.measured(table[table["suite"].isin(set(own["suite"]))
+                                 & table["case_id"].isin(set(own["case_id"]))])
         pays, of = int(be.repaid(mine).sum()), len(mine)
         tally.test((int(said.group(1)), int(said.group(2))) == (pays, of), "ladder_vs_report",
                    str(folder), f"report.md: repays it at {said.group(1)} of {said.group(2)}",
@@ -120,7 +120,8 @@ def audit(folder: Path) -> Audit:
     if root is None:  # its sources are not known: the table judged on its own columns
         _rule(tally, table)
         return tally.audit(folder, "ladder")
-    ladder = analyze(load(root))
+    collection = load(root)
+    ladder = analyze(collection)
     fresh = pd.concat([p.breakeven for p in ladder.suites] or [pd.DataFrame(columns=be.COLUMNS)],
                       ignore_index=True)
     if "change" not in table:  # an older collect wrote no class: its rows' own intervals give it
@@ -131,5 +132,6 @@ def audit(folder: Path) -> Audit:
                str(folder / "breakeven.csv"), f"{len(table)} verdicts",
                "the break-even its sources give now")
     _answers(tally, folder, ladder)
-    _reports(tally, table, runs)
+    _reports(tally, table, runs,
+             {str(Path(run).resolve()) for run in collection.dropped["run"].astype(str)})
     return tally.audit(folder, "ladder")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from suites.common import cli
+from suites.common.audit import audit_safely
 from suites.common.errors import ConfigError
 from suites.reports.ladder import render
 from suites.reports.ladder.loading import load
@@ -43,7 +44,8 @@ def collect(args) -> Path:
     write_outputs(ladder, out_dir)
     print(render.summary(ladder))
     print(f"ladder folder: {out_dir}")
-    print("\n".join(audit(out_dir).lines()))  # every statement against its sources
+    # every statement against its sources
+    print("\n".join(audit_safely(audit, out_dir, "ladder").lines()))
     return out_dir
 
 

@@ -11,6 +11,7 @@ from matplotlib.lines import Line2D
 
 from kernels.base import DTYPE_SHORT
 from suites.common.numbers import plain
+from suites.common.roofline import moved_bytes
 from suites.reports.kit.plots import panels, plt, save_png, save_with_legend
 from suites.reports.ladder.fits import Fit
 
@@ -49,8 +50,15 @@ def fit_plot(ok: pd.DataFrame, fits: dict[tuple[str, str], Fit], suite: str, pat
     return save_with_legend(fig, path)
 
 
+def own_intensity(ok: pd.DataFrame) -> pd.Series:
+    """Each row's FLOPs over the bytes its own form moves: the intensity its bound was judged
+    at (suites/common/roofline.py), so a point sits on the side of the ridge its bound names."""
+    return pd.Series([r["flops"] / moved_bytes(r["bytes"], r.get("bytes_moved"))
+                      for _, r in ok.iterrows()], index=ok.index, dtype=float)
+
+
 def _x_range(ok: pd.DataFrame, peaks: dict) -> tuple[float, float]:
-    lo, hi = ok["intensity"].min(), ok["intensity"].max()
+    lo, hi = ok["_intensity"].min(), ok["_intensity"].max()
     bandwidth = peaks.get("copy_gbps")
     for peak in (peaks.get("matmul_tflops") or {}).values():
         if bandwidth:  # show each roof's knee (the ridge point) even when no point is near it
@@ -74,13 +82,15 @@ def _legend(ax, colors: dict, dtypes: list) -> None:
 def roofline_plot(ok: pd.DataFrame, peaks: dict, suite: str, path: Path) -> Path:
     """Achieved TFLOP/s against FLOP per byte, one point per ok row; the roofs are the peaks
     measured on the machine: a flat line per dtype (matmul) and the copy bandwidth slope."""
-    ok = ok[ok["tflops"].notna() & (ok["tflops"] > 0) & ok["intensity"].notna()]
+    ok = ok[ok["tflops"].notna() & (ok["tflops"] > 0)]
+    ok = ok.assign(_intensity=own_intensity(ok))
+    ok = ok[ok["_intensity"].notna() & (ok["_intensity"] > 0)]
     fig, ax = plt.subplots(figsize=(9.5, 5))
     ax.set_title(f"{suite}: roofline (measured peaks of this machine)")
     colors = _colors(ok["variant"])
     dtypes = list(dict.fromkeys(ok["dtype"]))
     for (variant, dtype), group in ok.groupby(["variant", "dtype"], sort=False):
-        ax.scatter(group["intensity"], group["tflops"], color=colors[variant], zorder=3,
+        ax.scatter(group["_intensity"], group["tflops"], color=colors[variant], zorder=3,
                    marker=MARKERS[dtypes.index(dtype) % len(MARKERS)])
     x = np.geomspace(*_x_range(ok, peaks), 100)
     for i, (dtype, peak) in enumerate((peaks.get("matmul_tflops") or {}).items()):
@@ -93,10 +103,17 @@ def roofline_plot(ok: pd.DataFrame, peaks: dict, suite: str, path: Path) -> Path
         slope = x * bandwidth / 1e3  # GB/s x FLOP/byte = GFLOP/s
         ax.plot(x[slope <= top], slope[slope <= top], color="gray", linewidth=1,
                 label=f"copy {plain(bandwidth)} GB/s x intensity")
+        # The caches' roofs: a working set that fits one is judged against its bandwidth.
+        for fits, gbps in peaks.get("cache_copy_gbps") or []:
+            if gbps > bandwidth:
+                slope = x * gbps / 1e3
+                ax.plot(x[slope <= top], slope[slope <= top], color="gray", linewidth=0.8,
+                        linestyle=":",
+                        label=f"cache (to {fits / 2**20:.3g} MiB) {plain(gbps)} GB/s")
     ax.set_xlim(x[0], x[-1])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte the variant moves)")
     ax.set_ylabel("achieved TFLOP/s")
     ax.grid(True, which="both", alpha=0.3)
     _legend(ax, colors, dtypes)

@@ -20,10 +20,8 @@ from kernels.base import DTYPE_SHORT
 from suites.common.numbers import plain, span, times
 from suites.reports.kit import breakeven as be
 from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
-from suites.results.columns import AA_CONTROL, Status
-
-CLEAN = "clean"  # a profile judged clean (suites/harness/profile_guard.py)
 from suites.common.text import cut
+from suites.results.columns import AA_CONTROL, Status, profile_unclean
 
 REASON_WIDTH = 110  # a not-run reason in the answer: its full text is in the table below
 
@@ -208,11 +206,15 @@ def bound_word(row, profiled: bool = True) -> str:
     roofline_bound, suites/common/roofline.py), or why the row has none."""
     bound = row.get("roofline_bound")
     state = row.get("profile_state")
-    if isinstance(state, str) and state and state != CLEAN:
+    if profile_unclean(state):
         return f"unjudged (its profile {state.replace('_', ' ')})"
     if isinstance(bound, str) and bound:
         return f"{bound}-bound"
-    return "unjudged (no measured peaks)" if profiled else "not profiled (profile=off)"
+    if not profiled:
+        return "not profiled (profile=off)"
+    # roofline.row_bound states none without a measured peak for the dtype, or without FLOPs.
+    return "unjudged (no FLOPs to judge)" if not row.get("flops") else \
+        "unjudged (no measured peak for its dtype)"
 
 
 def where_time_goes(frame: pd.DataFrame, baseline: str, name, profiled: bool = True) -> str | None:
@@ -239,8 +241,8 @@ def where_time_goes(frame: pd.DataFrame, baseline: str, name, profiled: bool = T
     if not profiled and any(b.endswith("-bound") for b, _ in stretches):
         said += " (by the roofline model alone: not profiled, profile=off)"
     shares = []
-    trusted = base[[not (isinstance(s, str) and s and s != CLEAN)
-                    for s in base.get("profile_state", pd.Series(None, index=base.index))]]
+    states = base.get("profile_state", pd.Series(None, index=base.index))
+    trusted = base[[not profile_unclean(s) for s in states]]
     for _, rows in trusted.groupby("dtype", sort=False):
         ends = rows.iloc[[0, -1]] if len(rows) > 1 else rows
         shares += [f"{r['exposed_overhead_us'] / r['mean_us']:.0%} at {name(r)}"

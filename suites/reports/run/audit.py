@@ -12,12 +12,12 @@ import html
 import re
 from pathlib import Path
 
-from suites.common.audit import Audit, Tally
+from suites.common.audit import Audit, Tally, audit_safely
 from suites.common.errors import InputError
 from suites.reports.run import answer
 from suites.reports.run.audit_rows import rows_audit
 from suites.reports.run.build import REPORT_MD, report_frame
-from suites.results.reader import RunFolder
+from suites.results.reader import FROM_ENV, RunFolder
 
 ANSWER_DIV = re.compile(r"<div id='answer'.*?<p id='verdict'><b>(.*?)</b></p><ul>(.*?)</ul>"
                         r"(?:<p(?: id='where')?>(Where the time goes.*?)</p>)?", re.S)
@@ -61,6 +61,18 @@ def _first_difference(a: list[str], b: list[str]) -> str:
     return f"{len(a)} line(s) against {len(b)}"
 
 
+def _evidence(tally: Tally, run: RunFolder, frame) -> None:
+    """A bound or ridge stated on a page rests on env.json's peaks: a folder whose env.json is
+    gone or unreadable holds statements nothing in it can test."""
+    stated = frame["roofline_bound"].map(lambda b: isinstance(b, str) and bool(b)).sum() \
+        if "roofline_bound" in frame else 0
+    for gap in run.gaps:
+        if gap.unknown == FROM_ENV:
+            tally.test(not stated, "evidence_unreadable", str(run.folder),
+                       f"measurements.csv: {stated} row(s) state a bound from measured peaks",
+                       gap.line)
+
+
 def audit(folder: Path) -> Audit:
     """Every check of one run folder; an InputError for a folder that is no run."""
     run = RunFolder(Path(folder))
@@ -69,9 +81,22 @@ def audit(folder: Path) -> Audit:
     pages = [p.read_text() for p in (run.folder / REPORT_MD, run.folder / "report.html")
              if p.is_file()]
     tally = rows_audit(frame, run.findings, run.optree, env, run.rounds, pages)
+    _evidence(tally, run, frame)
     try:
         _answers(tally, run, frame)
     except (InputError, KeyError, ValueError) as exc:  # a block that no longer imports, say
         tally.test(False, "answer_unreadable", str(run.folder), f"{type(exc).__name__}: {exc}",
                    "the answer must be recomputable from the folder")
     return tally.audit(run.folder, "run")
+
+
+AUDIT_TXT = "audit.txt"  # the run's own audit, kept beside its pages (a launched job's console
+# is a log file few open: the folder says it too)
+
+
+def audit_and_keep(folder: Path) -> Audit:
+    """The audit of a run that just wrote its pages, kept in the folder as audit.txt (the same
+    lines the console prints)."""
+    audited = audit_safely(audit, folder, "run")
+    (Path(folder) / AUDIT_TXT).write_text("\n".join(audited.lines()) + "\n")
+    return audited

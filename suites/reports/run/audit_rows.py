@@ -15,9 +15,8 @@ from suites.harness.profile_guard import allowed_us, profiler_op_us
 from suites.traces.device_time import on_gpu
 from suites.traces.findings.codes import BOUND_CODES
 from suites.traces.findings.row_bound import FROM_TIMING, NOT_CLEAN_MARK
-from suites.results.columns import Status
+from suites.results.columns import Status, profile_unclean
 
-CLEAN = "clean"
 BOUND_OF_CODE = {"overhead_bound": "overhead", "compute_bound": "compute",
                  "memory_bound": "memory"}
 REL = 1e-6  # a number written to a CSV and read back, against the same number recomputed
@@ -36,7 +35,7 @@ def _where(row) -> str:
 
 
 def _clean(row) -> bool:
-    return _text(row.get("profile_state")) in ("", CLEAN)
+    return not profile_unclean(row.get("profile_state"))
 
 
 def bounds(tally: Tally, ok: pd.DataFrame, env: dict) -> None:

@@ -23,7 +23,7 @@ from suites.reports.run import hotspots, tree_section as op_trees
 from suites.reports.run.plots import answer as plot_answer
 from suites.reports.run.plots import write_plots
 from suites.results.columns import FINDING_COLUMNS as FINDINGS_TABLE
-from suites.results.columns import AA_CONTROL, KEY, Status, headers
+from suites.results.columns import AA_CONTROL, KEY, Status, headers, profile_unclean
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.results.tables import MEASUREMENTS_CSV
 
@@ -118,10 +118,24 @@ def _findings_section(frame: pd.DataFrame, findings: pd.DataFrame, baseline: str
     return "".join(parts)
 
 
-def _flag_above_peak(ok: pd.DataFrame) -> pd.DataFrame:
-    """% roofline above 100 is shown with a flag, never as a plain number."""
-    return ok.assign(pct_peak=[f"{plain(v)} (above peak: see findings)" if v > 100 else v
-                               for v in ok["pct_peak"]])
+def _flagged(ok: pd.DataFrame) -> pd.DataFrame:
+    """% roofline above 100 is shown with a flag, never as a plain number; so are the figures
+    of a profile that was not clean (suites/harness/profile_guard.py)."""
+    ok = ok.assign(pct_peak=[f"{plain(v)} (above peak: see findings)" if v > 100 else v
+                             for v in ok["pct_peak"]])
+    if "profile_state" not in ok:
+        return ok
+    unclean = ok["profile_state"].map(profile_unclean)
+    for column in PROFILE_FIGURES:
+        if column in ok:
+            ok = ok.assign(**{column: [f"{plain(v)} (profile {s.replace('_', ' ')})" if bad
+                                       and v == v else v for v, s, bad in
+                                       zip(ok[column], ok["profile_state"], unclean)]})
+    return ok
+
+
+# The figures the profile gives, marked where it was not clean.
+PROFILE_FIGURES = ("host_us", "device_us", "exposed_overhead_us", "n_kernels", "launch_api_us")
 
 
 def report_frame(run: RunFolder) -> pd.DataFrame:
@@ -164,7 +178,7 @@ def write_report(run_dir: Path) -> Path:
         ("Each variant and dtype, size by size", hp.bullet_list(by_size)),
         ("What the profile says", _findings_section(frame, findings, op.baseline, name)),
         ("Plots", "".join(hp.image(p) for p in plots) or "<p>No variant ran.</p>"),
-        ("Results (status ok)", hp.table(_flag_above_peak(ok), RESULT_COLUMNS,
+        ("Results (status ok)", hp.table(_flagged(ok), RESULT_COLUMNS,
                                          links={"trace": "Perfetto"}, ranges=hp.RANGES,
                                          drop_empty=True, sortable=True)),
         ("Not shown as results: skipped, failed, incorrect or noisy", hp.table(not_run, NOT_RUN_COLUMNS,

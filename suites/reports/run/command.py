@@ -13,7 +13,11 @@ def _report(args) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m suites.report", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m suites.report", description=__doc__,
+        epilog="python -m suites.report --check FOLDER...: audit every statement of a run, "
+               "ladder, compare, history or suggest folder (or of every such folder under it) "
+               "against the others and its numbers; exit 1 on a contradiction")
     parser.add_argument("run_dir", type=Path, help="a run folder (holds measurements.csv)")
     return cli.run_main(parser, _report, argv, errors=(ConfigError, InputError))
 

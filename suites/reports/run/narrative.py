@@ -8,7 +8,7 @@ import pandas as pd
 
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.common.numbers import plain, span, times
-from suites.results.columns import AA_CONTROL, Status
+from suites.results.columns import AA_CONTROL, Status, profile_unclean
 
 
 def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str | None:
@@ -93,7 +93,7 @@ def headline(frame: pd.DataFrame, baseline: str) -> list[str]:
 def _no_bound(row) -> str:
     """Why a row states no bound, as its own columns say."""
     state = row.get("profile_state")
-    if isinstance(state, str) and state and state != "clean":
+    if profile_unclean(state):
         return f"no bound: its profile was {state.replace('_', ' ')} (the findings say why)"
     if row.get("status") != Status.OK:
         return f"{row.get('status')}: {row.get('reason')}"

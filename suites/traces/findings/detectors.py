@@ -9,7 +9,7 @@ from suites.traces.findings import tree as op_trees
 from suites.traces.findings import gemms, kernel_mix, occupancy, standouts
 from suites.traces.findings.core import (Finding, FindingContext, Row, column_value, is_ok,
                                          step_failed)
-from suites.traces.findings.row_bound import NOT_CLEAN_MARK, marked  # noqa: F401 (the mark)
+from suites.traces.findings.row_bound import marked
 from suites.traces.call_profile import CallProfile
 from suites.results.columns import KEY
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from suites.common.roofline import COMPUTE, MEMORY, OVERHEAD, moved_bytes
+from suites.common.roofline import COMPUTE, MEMORY, MODEL_SHARE, OVERHEAD, moved_bytes
+from suites.results.columns import profile_unclean
 from suites.traces.findings.codes import Code, Severity
 from suites.traces.findings.core import Finding, FindingContext
 from suites.traces.device_time import on_gpu
 
 CODES = {OVERHEAD: Code.OVERHEAD_BOUND, COMPUTE: Code.COMPUTE_BOUND, MEMORY: Code.MEMORY_BOUND}
-CLEAN = "clean"
 # Ends every finding of a row whose profile was not clean (profile_guard.py) that rests on
 # that profile: its times are not the call's (the row's no_verdict finding says why).
 NOT_CLEAN_MARK = "[from a profile that was not clean: its times are not the call's]"
@@ -27,7 +27,7 @@ FROM_TIMING = (Code.NO_VERDICT, Code.SLOW_CALLS, Code.ROUNDS_DROPPED, Code.TWO_S
 def profile_marked(ctx: FindingContext) -> str:
     """`contended: <why>` for a row whose profile was not clean after its takes, else ""."""
     state = ctx.value("profile_state")
-    if not state or state == CLEAN:
+    if not profile_unclean(state):
         return ""
     return f"{state}: {ctx.value('profile_reason') or '?'}"
 
@@ -46,7 +46,7 @@ def _numbers(ctx: FindingContext) -> dict:
     mean, overhead = ctx.value("mean_us"), ctx.value("exposed_overhead_us")
     return {"bound": ctx.value("roofline_bound"), "intensity": flops / moved if moved else
             float("nan"), "ridge": ridge, "roof_gbps": roof, "peak_tflops": ridge * roof / 1e3,
-            "moved_bytes": moved, "mean_us": mean, "exposed_overhead_us": overhead,
+            "moved_bytes": moved, "flops": flops, "mean_us": mean, "exposed_overhead_us": overhead,
             "overhead_share": overhead / mean if mean else float("nan"),
             "device_us": ctx.value("device_us"), "host_us": ctx.value("host_us")}
 
@@ -65,6 +65,13 @@ def _statement(n: dict, on_gpu: bool) -> str:
     overhead = (f"the exposed overhead (host and launch work the device waits on) is "
                 f"{n['exposed_overhead_us']:.3g} us of a {n['mean_us']:.3g} us call "
                 f"({n['overhead_share']:.0%})")
+    if n["bound"] == OVERHEAD and n["overhead_share"] != n["overhead_share"]:
+        # No exposed overhead measured (no clean profile figure): the model's share decided.
+        model_us = max(n["flops"] / (n["peak_tflops"] * 1e6),
+                       n["moved_bytes"] / (n["roof_gbps"] * 1e3))
+        return (f"overhead-bound: the work at the roofs ({model_us:.3g} us of FLOPs or bytes) is "
+                f"under {MODEL_SHARE:.0%} of the {n['mean_us']:.3g} us call; no profile figure "
+                "measured its exposed overhead")
     if n["bound"] == OVERHEAD:
         return f"overhead-bound: {overhead}{profiled}"
     said = f"{n['bound']}-bound: {_roof_words(n)}"
@@ -75,11 +82,11 @@ def _statement(n: dict, on_gpu: bool) -> str:
 
 def row_bound_finding(ctx: FindingContext):
     """The row's bound finding, or why it has none (a profile that was not clean)."""
-    marked = profile_marked(ctx)
-    if marked:
+    unclean = profile_marked(ctx)
+    if unclean:
         yield Finding(Code.NO_VERDICT, Severity.WARNING,
                       f"no bound stated: the profile was not clean after "
-                      f"{ctx.value('profile_takes'):g} take(s) ({marked}); its figures are kept, "
+                      f"{ctx.value('profile_takes'):g} take(s) ({unclean}); its figures are kept, "
                       "marked, and read as no fact",
                       {"profile_state": ctx.value("profile_state"),
                        "profile_takes": ctx.value("profile_takes")})
