@@ -4,8 +4,9 @@ fusebench writes (a run, a ladder from collect, a compare, a history, an analyze
 every statement its pages make, tested against the others and against the numbers it rests on;
 each contradiction printed with both sources, exit 1 on any, 2 on a folder that is none of
 these. A folder holding such folders (a multirun sweep: its jobs and its ladder; a results/
-tree) has each of them audited. Each room audits its own pages (an audit.py beside the code that writes them); this entry
-point only tells the kinds apart, since no room below it may know them all."""
+tree) has each of them audited. Each room audits its own pages (an audit.py beside the code
+that writes them); this entry point only tells the kinds apart, since no room below it may know
+them all."""
 import sys
 from pathlib import Path
 
