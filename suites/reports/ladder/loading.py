@@ -49,7 +49,8 @@ class SuiteInfo:
     name: str
     params: list[str]
     reference: dict          # {param: size}; empty when no run recorded one
-    peaks: dict              # {"matmul_tflops": {dtype: x}, "copy_gbps": x}; may be empty
+    peaks: dict              # {"matmul_tflops": {dtype: x}, "copy_gbps": x, "cache_copy_gbps":
+    #                          [[bytes, x], ...]}; may be empty
     baseline: str            # the variant every speedup is measured against
 
 
@@ -172,6 +173,8 @@ def _suite_info(name: str, rows: pd.DataFrame, runs: list[Run]) -> SuiteInfo:
         peaks["matmul_tflops"].update(got.get("matmul_tflops") or {})
         if got.get("copy_gbps"):
             peaks["copy_gbps"] = got["copy_gbps"]
+        if got.get("cache_copy_gbps"):  # a CPU's caches: the roofs its rows were judged on
+            peaks["cache_copy_gbps"] = got["cache_copy_gbps"]
     return SuiteInfo(name, params, dict(reference), peaks, _baseline(rows))
 
 

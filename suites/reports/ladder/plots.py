@@ -59,9 +59,10 @@ def own_intensity(ok: pd.DataFrame) -> pd.Series:
 
 def _x_range(ok: pd.DataFrame, peaks: dict) -> tuple[float, float]:
     lo, hi = ok["_intensity"].min(), ok["_intensity"].max()
-    bandwidth = peaks.get("copy_gbps")
+    bandwidths = [b for b in [peaks.get("copy_gbps")] if b] + \
+        [gbps for _, gbps in peaks.get("cache_copy_gbps") or []] if peaks.get("copy_gbps") else []
     for peak in (peaks.get("matmul_tflops") or {}).values():
-        if bandwidth:  # show each roof's knee (the ridge point) even when no point is near it
+        for bandwidth in bandwidths:  # each roof's knee (a ridge), even with no point near it
             ridge = peak * 1e3 / bandwidth
             lo, hi = min(lo, ridge), max(hi, ridge)
     return lo / 3, hi * 3
