@@ -54,30 +54,38 @@ def audit_folder(folder: Path) -> Audit:
     return audit_safely(found[1], folder, found[0])
 
 
-def audits_under(folder: Path) -> list[Audit]:
-    """The folder's audit, or, for a folder holding others (a multirun sweep and its jobs, its
-    ladder, a results/ tree), the audit of every folder fusebench wrote under it."""
+def audits_under(folder: Path, seen: set | None = None) -> list[Audit]:
+    """The folder's audit, and that of every folder fusebench wrote under it (a multirun sweep's
+    jobs and ladder, a run's own `collect` or `history` folder, a results/ tree). Links to
+    folders are not followed (a `latest` link would audit a run twice, a loop forever)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder")
-    if _audit_of(folder) is not None:
-        return [audit_folder(folder)]
-    audits = []
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if _audit_of(sub) is not None:
-            audits.append(audit_folder(sub))
-        else:
-            audits += _quiet(audits_under, sub)
+    seen = set() if seen is None else seen
+    if folder.resolve() in seen:
+        return []
+    seen.add(folder.resolve())
+    audits = [audit_folder(folder)] if _audit_of(folder) is not None else []
+    try:
+        subs = sorted(p for p in folder.iterdir()
+                      if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    except OSError as exc:
+        if not audits:
+            raise InputError(f"{folder}: cannot be read ({exc.strerror or exc})") from exc
+        subs = []
+    for sub in subs:
+        audits += _below(sub, seen)
     if not audits:
         raise InputError(f"{folder}: not a folder fusebench writes (a run, ladder, compare, "
                          "history or suggest folder), nor one holding any: nothing to audit")
     return audits
 
 
-def _quiet(audits, folder: Path) -> list[Audit]:
-    """A subfolder that holds nothing fusebench wrote is no error inside a larger one."""
+def _below(folder: Path, seen: set) -> list[Audit]:
+    """A subfolder holding nothing fusebench wrote is no error inside a larger one (a folder
+    fusebench wrote never raises here: its audit's own failure is a finding, audit_failed)."""
     try:
-        return audits(folder)
+        return audits_under(folder, seen)
     except InputError:
         return []
 

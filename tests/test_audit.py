@@ -183,3 +183,25 @@ def test_a_run_whose_rows_a_rerun_replaced_is_not_held_to_the_ladder(tiny_run, t
     assert collect([str(runs), "--out", str(tmp_path / "ladder")]) == 0
     found = audit_folder(tmp_path / "ladder")
     assert "ladder_vs_report" not in {c.check for c in found.found}, "\n".join(found.lines())
+
+
+def test_a_tree_with_links_a_broken_run_and_a_runs_own_ladder_is_audited_whole(run, tmp_path,
+                                                                               capsys):
+    """Links to folders are not followed (a loop would never end, a `latest` link audit a run
+    twice); a folder fusebench wrote whose audit cannot read it is a finding, not left out;
+    a run's own `collect` folder (RUN/ladder) is audited beside the run."""
+    from suites.reports.ladder.command import main as collect
+
+    tree = tmp_path / "results"
+    shutil.copytree(run, tree / "good")
+    assert collect([str(tree / "good")]) == 0  # writes good/ladder
+    (tree / "loop").mkdir()
+    (tree / "loop" / "x").symlink_to(tree, target_is_directory=True)
+    (tree / "latest").symlink_to(tree / "good", target_is_directory=True)
+    (tree / "sweep" / "0").mkdir(parents=True)
+    (tree / "sweep" / "0" / "measurements.csv").write_text("")
+    assert report_main(["--check", str(tree)]) == 1
+    out = capsys.readouterr().out
+    assert out.count(f"audit of run folder {tree / 'good'}:") == 1
+    assert f"audit of ladder folder {tree / 'good' / 'ladder'}:" in out
+    assert f"audit of run folder {tree / 'sweep' / '0'}:" in out and "[audit_failed]" in out

@@ -245,3 +245,16 @@ def test_a_profile_not_clean_is_marked_in_the_banner_and_the_results_table():
     assert shown["host_us"].tolist() == [30.0, "900 (profile contended)"]
     assert shown["device_us"].iloc[1] == "800 (profile contended)"
     assert "above peak" in shown["pct_peak"].iloc[1]
+
+
+def test_a_row_without_a_bound_says_the_same_reason_on_every_page():
+    """The answer and the narrative said "no measured peaks" of a row that had peaks but no
+    FLOPs (or a NaN count): one reason, from the rule's own inputs."""
+    from suites.reports.run.answer import bound_word
+    from suites.reports.run.narrative import _no_bound
+
+    for flops, said in ((float("nan"), "no FLOPs"), (0.0, "no FLOPs"),
+                        (1e9, "no measured peak")):
+        row = {"flops": flops, "mean_us": 10.0, "device": "cpu", "status": "ok",
+               "profile_state": "clean", "trace": "traces/x.json.gz", "roofline_bound": ""}
+        assert said in bound_word(row) and said in _no_bound(row), (flops, bound_word(row))

@@ -13,8 +13,6 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from suites.common.errors import InputError
-
 
 @dataclass(frozen=True)
 class Contradiction:
@@ -83,13 +81,11 @@ AUDIT_FAILED = "audit_failed"
 
 
 def audit_safely(audit, folder, kind: str) -> Audit:
-    """`audit(folder)`, where an audit that raises (a page it cannot read, a bug in a check)
-    is itself a finding: the command that wrote the pages still ends, and says the statements
-    went untested. An InputError (a folder that is none of the kind) still reaches the caller."""
+    """`audit(folder)` of a folder whose kind is known, where an audit that raises (a page it
+    cannot read, a bug in a check) is itself a finding: the command that wrote the pages still
+    ends, and says the statements went untested."""
     try:
         return audit(folder)
-    except InputError:
-        raise
     except Exception as exc:  # noqa: BLE001 - reported as a finding, not swallowed
         return Audit(str(folder), kind, 0, (Contradiction(
             AUDIT_FAILED, str(folder), f"the audit raised {type(exc).__name__}: {exc}",

@@ -91,3 +91,14 @@ def row_bound(flops: float, nbytes: float, bytes_moved: float | None, peak_tflop
     return RowBound(OVERHEAD if overhead else found.roof, **{
         k: getattr(found, k) for k in ("intensity", "ridge", "peak_tflops", "roof_gbps",
                                        "moved_bytes", "overhead_share", "model_share")})
+
+
+def why_unjudged(flops, work_us) -> str:
+    """Why row_bound states no bound for a row whose profile may be read (or that has none),
+    in the words every page uses: what it lacked of flops, a time, or a measured peak."""
+    flops, work_us = (NAN if v is None else float(v) for v in (flops, work_us))
+    if not (flops > 0):
+        return "no FLOPs to judge"
+    if not (work_us > 0):
+        return "no time to judge it by (no kernel time measured)"
+    return "no measured peak for its dtype (calibrate=false, or none probed)"

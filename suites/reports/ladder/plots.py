@@ -59,8 +59,10 @@ def own_intensity(ok: pd.DataFrame) -> pd.Series:
 
 def _x_range(ok: pd.DataFrame, peaks: dict) -> tuple[float, float]:
     lo, hi = ok["_intensity"].min(), ok["_intensity"].max()
-    bandwidths = [b for b in [peaks.get("copy_gbps")] if b] + \
-        [gbps for _, gbps in peaks.get("cache_copy_gbps") or []] if peaks.get("copy_gbps") else []
+    dram = peaks.get("copy_gbps")
+    # DRAM's roof and each cache's drawn above it (a cache probe under DRAM's is never a roof)
+    bandwidths = [dram] + [gbps for _, gbps in peaks.get("cache_copy_gbps") or []
+                           if gbps > dram] if dram else []
     for peak in (peaks.get("matmul_tflops") or {}).values():
         for bandwidth in bandwidths:  # each roof's knee (a ridge), even with no point near it
             ridge = peak * 1e3 / bandwidth
@@ -85,7 +87,7 @@ def roofline_plot(ok: pd.DataFrame, peaks: dict, suite: str, path: Path) -> Path
     measured on the machine: a flat line per dtype (matmul) and the copy bandwidth slope."""
     ok = ok[ok["tflops"].notna() & (ok["tflops"] > 0)]
     ok = ok.assign(_intensity=own_intensity(ok))
-    ok = ok[ok["_intensity"].notna() & (ok["_intensity"] > 0)]
+    ok = ok[np.isfinite(ok["_intensity"]) & (ok["_intensity"] > 0)]
     fig, ax = plt.subplots(figsize=(9.5, 5))
     ax.set_title(f"{suite}: roofline (measured peaks of this machine)")
     colors = _colors(ok["variant"])

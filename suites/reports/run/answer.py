@@ -18,10 +18,12 @@ import pandas as pd
 
 from kernels.base import DTYPE_SHORT
 from suites.common.numbers import plain, span, times
+from suites.common.roofline import why_unjudged
 from suites.reports.kit import breakeven as be
 from suites.reports.kit.change import SAME_WITHIN, Change, phrase, row_changes
 from suites.common.text import cut
 from suites.results.columns import AA_CONTROL, Status, profile_unclean
+from suites.traces.device_time import on_gpu
 
 REASON_WIDTH = 110  # a not-run reason in the answer: its full text is in the table below
 
@@ -212,9 +214,12 @@ def bound_word(row, profiled: bool = True) -> str:
         return f"{bound}-bound"
     if not profiled:
         return "not profiled (profile=off)"
-    # roofline.row_bound states none without a measured peak for the dtype, or without FLOPs.
-    return "unjudged (no FLOPs to judge)" if not row.get("flops") else \
-        "unjudged (no measured peak for its dtype)"
+    return f"unjudged ({why_unjudged(row.get('flops'), work_us_of(row))})"
+
+
+def work_us_of(row) -> float:
+    """The time a row's throughput and bound are judged by (suites/harness/derived.work_us)."""
+    return row.get("kernel_us") if on_gpu(str(row.get("device") or "")) else row.get("mean_us")
 
 
 def where_time_goes(frame: pd.DataFrame, baseline: str, name, profiled: bool = True) -> str | None:

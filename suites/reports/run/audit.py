@@ -98,5 +98,8 @@ def audit_and_keep(folder: Path) -> Audit:
     """The audit of a run that just wrote its pages, kept in the folder as audit.txt (the same
     lines the console prints)."""
     audited = audit_safely(audit, folder, "run")
-    (Path(folder) / AUDIT_TXT).write_text("\n".join(audited.lines()) + "\n")
+    try:
+        (Path(folder) / AUDIT_TXT).write_text("\n".join(audited.lines()) + "\n")
+    except OSError:  # a full disk or a read-only folder: the console still says it
+        pass
     return audited

@@ -5,11 +5,14 @@ from pathlib import Path
 
 from suites.common import cli
 from suites.common.errors import ConfigError, InputError
+from suites.reports.run.audit import audit_and_keep
 from suites.reports.run.build import write_report
 
 
 def _report(args) -> None:
     print(write_report(args.run_dir))  # a folder without measurements.csv: an InputError
+    # The rebuilt pages audited, and audit.txt made theirs (never the old pages' audit).
+    print("\n".join(audit_and_keep(args.run_dir).lines()))
 
 
 def main(argv=None) -> int:

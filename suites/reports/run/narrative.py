@@ -8,7 +8,9 @@ import pandas as pd
 
 from suites.traces.findings.codes import BOUND_CODES, CHANGE_CODES
 from suites.common.numbers import plain, span, times
+from suites.common.roofline import why_unjudged
 from suites.results.columns import AA_CONTROL, Status, profile_unclean
+from suites.reports.run.answer import work_us_of
 
 
 def _statement(findings: pd.DataFrame, case_id: str, variant: str, codes) -> str | None:
@@ -99,4 +101,4 @@ def _no_bound(row) -> str:
         return f"{row.get('status')}: {row.get('reason')}"
     if not isinstance(row.get("trace"), str) or not row.get("trace"):
         return "not profiled (profile=off, or the profile failed: its reason says which)"
-    return "no bound (no measured peaks: calibrate=false)"
+    return f"no bound ({why_unjudged(row.get('flops'), work_us_of(row))})"
