@@ -1,7 +1,8 @@
 """How things are measured, read and reported, one room per role; imports point down this list:
 
     config/   composing and checking a run's configuration (above harness)
-    reports/  the render kit, the run report, the ladder, compare and history (above harness)
+    reports/  the render kit, the run report, the ladder, compare and history, and on them the
+              A/B design (compare --ab) (above harness)
     suggest/  analyze --suggest: replays timed by the harness, the verdict, its audit (above
               harness, beside config and reports)
     harness/  the measurement engine and the run-spec types

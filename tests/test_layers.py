@@ -28,7 +28,8 @@ LAYERS = [("suites.tools",), ("suites.config", "suites.reports", "suites.suggest
           ("suites.harness",),
           ("suites.traces",), ("suites.results",), ("suites.common",), ("kernels",)]
 # Within a room: its sub-rooms, top to bottom, in the same way.
-SUB_LAYERS = {"suites.reports": [("suites.reports.run", "suites.reports.ladder",
+SUB_LAYERS = {"suites.reports": [("suites.reports.ab",),
+                                 ("suites.reports.run", "suites.reports.ladder",
                                   "suites.reports.compare", "suites.reports.history"),
                                  ("suites.reports.kit",)]}
 # What trace analysis may use of the rest of suites: it stands alone.

@@ -250,3 +250,82 @@ def aa_shift_sd(pairs) -> float | None:
     mean_square = statistics.fmean((mb - ma) ** 2 for ma, _, _, mb, _, _ in parts)
     round_noise = statistics.fmean(va / na + vb / nb for _, va, na, _, vb, nb in parts)
     return math.sqrt(max(0.0, mean_square - round_noise) / 2)
+
+
+@dataclass(frozen=True)
+class PairRatio:
+    """B's time over A's for one row of an A/B design: N pairs of runs, A and B timed one after
+    the other in each (suites/reports/ab). Each pair's log ratio carries both runs' drift and
+    round noise, so their spread over the pairs measures it all and no drift is assumed.
+
+    The pairs' log ratios are heavy-tailed here: most within 1-2% of one another, and now and
+    then one 15-60% off (a whole case timed in another machine state in one run of the pair,
+    every variant of it alike). A plain mean and sd let that one pair decide the interval, so
+    the model is Yuen's trimmed mean: the lowest and highest TRIM of the pairs set aside (one
+    pair each way from 5 pairs to 9, two from 10 to 14; none under 5), the interval from the
+    winsorized variance (the set-aside pairs counted at their nearest kept neighbour) with
+    Student's t on pairs - 2 x trimmed - 1 degrees of freedom. Under A/A the log ratios are
+    symmetric about 0 (A and B exchangeable, the order alternating), where Yuen's interval
+    holds its level; the estimator bench checks it on pairs with such outliers
+    (suites/tools/estimators_ab.py). `run_ratio`'s fields, and the pairs' own spread."""
+    ratio: RunRatio
+    pairs: int       # pairs in which the row was ok on both sides
+    pair_sd: float   # the winsorized sd of the pairs' log ratios (about a fraction)
+    trimmed: int     # pairs set aside at each end
+
+
+MIN_PAIRS = 3  # a spread needs a few pairs; fewer and a row of an A/B design is not comparable
+TRIM = 0.2     # Yuen's usual share: robust to a pair in five going astray, little lost otherwise
+
+
+def trimmed_count(pairs: int) -> int:
+    """Pairs set aside at each end of `pairs` sorted log ratios."""
+    return int(TRIM * pairs)
+
+
+def _yuen_factor(pairs: int) -> tuple[float, int]:
+    """(se / winsorized sd, degrees of freedom) of Yuen's trimmed mean of `pairs` values."""
+    g = trimmed_count(pairs)
+    kept = pairs - 2 * g
+    return math.sqrt((pairs - 1) / (kept * (kept - 1))), kept - 1
+
+
+def winsorized(logs: list[float]) -> tuple[list[float], list[float]]:
+    """(the kept values, the winsorized sample) of sorted `logs` (Yuen's TRIM each end)."""
+    ordered = sorted(logs)
+    g = trimmed_count(len(ordered))
+    kept = ordered[g:len(ordered) - g]
+    return kept, [kept[0]] * g + kept + [kept[-1]] * g
+
+
+def pair_ratio(log_ratios) -> PairRatio:
+    """The model of B/A from the pairs' log ratios log(B_i / A_i) (at least 2)."""
+    logs = [float(x) for x in log_ratios]
+    n = len(logs)
+    if n < 2:
+        raise ValueError(f"{n} pair(s): a spread needs at least 2")
+    kept, wins = winsorized(logs)
+    mean, sd = statistics.fmean(kept), statistics.stdev(wins)
+    factor, dof = _yuen_factor(n)
+    se, g = sd * factor, trimmed_count(n)
+    if se == 0:
+        point = math.exp(mean)
+        return PairRatio(RunRatio(point, point, point, point, point, 0.0, 0.0, 0.0, math.inf),
+                         n, 0.0, g)
+    t_decide = t_quantile(1 - (1 - DECIDE_LEVEL) / 2, dof)
+    decide = t_decide * se
+    equivalence = t_quantile(1 - (1 - EQUIVALENCE_LEVEL) / 2, dof) * se
+    mde = math.expm1((t_decide + t_quantile(POWER, dof)) * se)
+    return PairRatio(RunRatio(math.exp(mean), math.exp(mean - decide), math.exp(mean + decide),
+                              math.exp(mean - equivalence), math.exp(mean + equivalence), mde,
+                              se, NAN, dof), n, sd, g)
+
+
+def planned_mde(pair_sd: float, pairs: int) -> float:
+    """The mde N pairs buy where the pairs' log ratios spread by `pair_sd` (winsorized): what a
+    number of pairs is chosen by, before any is run."""
+    if pairs < 2:
+        return math.inf
+    factor, dof = _yuen_factor(pairs)
+    t_decide = t_quantile(1 - (1 - DECIDE_LEVEL) / 2, dof)
+    return math.expm1((t_decide + t_quantile(POWER, dof)) * pair_sd * factor)

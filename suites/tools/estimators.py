@@ -27,6 +27,10 @@ the same truth as A; the worst pair of runs beside the mean), and the share of r
 when B is truly 1.10x, 1.15x or 1.30x slower (targets: A/A <= 1 per 60 rows; 1.15x >= 90%,
 1.30x >= 99%).
 
+The A/B design (compare --ab, suites/tools/estimators_ab.py): pairs of such runs, A and B in
+turn, with a machine state each pair shares; A/A false calls, coverage of the 99% interval,
+mde and power at 1.05x and 1.10x per drift and number of pairs.
+
 Full: 1000 cases a model, 20 pairs of runs a compare cell, drifts 2/4/6% at the default rounds and
 at twice as many (a few minutes on one core). --quick (the tests): 400 cases a model, and
 compare at the 2% drift and the default rounds only, the same 20 pairs, 1.15x and 1.30x (about a
@@ -48,6 +52,8 @@ import yaml
 from suites.config.run_spec import timing_spec
 from suites.harness.case_run import CaseOutcome, finish
 from suites.harness.contention import RoundLoad
+from suites.tools.estimators_ab import (DESIGNS, OWN_DRIFTS, PAIR_COUNTS, SHARED_DRIFT, AbStats,
+                                        ab_stats, ab_table)
 from suites.harness.profile_pass import ProfileSpec
 from suites.harness.round_checks import Slot
 from suites.harness.spec import RunSpec, SuiteSpec
@@ -319,6 +325,7 @@ class Bench:
     compare: list[CompareStats]
     trials: int
     pairs: int
+    ab: list[AbStats]
 
 
 def _stream(seed: int, name: str) -> np.random.Generator:
@@ -341,7 +348,11 @@ def run_bench(quick: bool = False, seed: int = 0, models: list[NoiseModel] | Non
     compare = [s for r in rounds for d in DRIFTS[mode]
                for s in compare_stats(_stream(seed, f"compare {r} rounds {d} drift"), d, r,
                                       PAIRS[mode], timing, SLOWDOWNS[mode])]
-    return Bench(timing, one_run, compare, TRIALS[mode], PAIRS[mode])
+    spec = sim_spec(timing, COMPARE_MEANS)
+    ab = [ab_stats(_stream(seed, f"ab {n} pairs {d} drift"), simulated_run, spec, d, n,
+                   DESIGNS[mode])
+          for d in OWN_DRIFTS[mode] for n in PAIR_COUNTS[mode]]
+    return Bench(timing, one_run, compare, TRIALS[mode], PAIRS[mode], ab)
 
 
 def _pct(x: float) -> str:
@@ -389,6 +400,12 @@ def report(bench: Bench, seed: int, seconds: float) -> list[str]:
         "per 60 rows (pairs>1: share of pairs of runs with more than 1; worst: the most in one "
         "pair); mde: median under A/A; then the share called slower at a true slowdown",
         *compare_table(bench.compare),
+        "",
+        f"A/B design (compare --ab): pairs of runs, A and B in turn, each run with a "
+        f"{SHARED_DRIFT:.0%} machine state its pair shares and its own drift (the column); "
+        "each row judged by its pairs; A/A /60 as above; cover: the 99% interval holds the true "
+        "ratio (all cells); mde: median under A/A; then the share called slower",
+        *ab_table(bench.ab),
         f"({seconds:.0f} s)",
     ]
 

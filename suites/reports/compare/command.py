@@ -15,6 +15,11 @@ first; runs on different kinds of device, or that share no row, are refused (exi
 Writes compare.csv, compare.md, compare.html and compare.png; prints the table, the summary,
 the folder, and last the audit of what it wrote (suites/reports/compare/audit.py: each row's
 verdict against its own intervals, the summary against compare.csv, the md against the html).
+
+Two single runs minutes apart cannot see a change smaller than their drift (on this 2-core
+machine, 50-80%): `python -m suites.compare --ab A B [--pairs N] [--aa] [--out DIR] --
+<overrides>` times two versions of the code in turn and sees a few percent
+(suites/reports/ab/command.py; `--ab x --help` for its options; docs/compare.md).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from pathlib import Path
 from suites.common import cli
 from suites.common.audit import audit_safely
 from suites.reports.compare import audit, decision
+from suites.reports.compare.ab_hint import hint_lines
 from suites.reports.compare.drift import DRIFT_SD, differences, drifts
 from suites.reports.compare.loading import Side, load_side, shared_figure
 from suites.reports.compare.outputs import care_lines, warning_lines, write_all
@@ -100,7 +106,7 @@ def compare(args) -> Path:
         raise InputError(f"A {args.run_a} ({_rows_of(side_a)}) and B {args.run_b} "
                          f"({_rows_of(side_b)}) share no row (suite, case_id, variant): "
                          "compare runs of one suite and grid")
-    summary = summary_lines(frame)
+    summary = summary_lines(frame) + hint_lines(frame, side_a, side_b)
     out_dir = _out_dir(args.out)
     plot = write_plot(frame, out_dir / "compare.png", rule.floor)
     table = write_all(out_dir, frame, side_a, side_b, basis, summary, plot)

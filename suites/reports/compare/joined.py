@@ -49,6 +49,12 @@ class Basis:
     figure: str
     drift: dict[str, Drift]
     differences: list[str]
+    count_label = "rounds A/B"  # the tables' column of each row's clean rounds a side
+    extra_cells_names = ()  # the tables' columns of its own: none
+
+    def extra_cells(self, frame) -> dict:
+        """Header -> a string per row of `frame`, for extra_cells_names."""
+        return {}
 
     def lines(self) -> list[str]:
         floor = self.rule.floor
@@ -61,6 +67,20 @@ class Basis:
                 + ("" if self.figure == "mean_us" else
                    " (the mean over calls is missing in a run folder: written before it)"),
                 *drift]
+
+    def text(self) -> str:
+        """The rule that produced the verdicts, in words."""
+        rule = self.rule
+        return (f"B/A is B's time per call over A's: below 1, B is faster. The unit of evidence "
+                f"is a timing round ({self.figure} of rounds.csv: the calls of one round share "
+                f"one machine state): each side needs {rule.min_rounds} clean rounds. The spread "
+                "of B/A is the round noise of both sides (Welch) plus the drift of each run: two "
+                "runs of one commit land in different machine states by more than their rounds "
+                f"show. Equivalent: the 90% interval lies within {plain(1 / (1 + rule.floor))} "
+                f"to {plain(1 + rule.floor)} (+-{rule.floor:.0%}, two one-sided tests at 5%); "
+                "else faster or slower: the 99% interval excludes 1; else inconclusive. mde: the "
+                "smallest change the pair would call with 80% power; an inconclusive row could "
+                "not have seen a smaller one.")
 
 
 def _value(row, column):

@@ -133,7 +133,7 @@ def _baseline(run: RunFolder) -> str | None:
         return None
 
 
-def _settings(run: RunFolder) -> dict[str, str]:
+def run_settings(run: RunFolder) -> dict[str, str]:
     """The settings two runs should share for their rows to compare like with like: the device
     and threads as resolved (env.json), torch, and the timing config (run.json)."""
     env, config = run.env, (run.state or {}).get("config") or {}
@@ -156,7 +156,8 @@ def _settings(run: RunFolder) -> dict[str, str]:
 def _facts(run: RunFolder, clean: pd.DataFrame) -> RunFacts:
     rows, suite = run.measurements, run.env.get("suite")
     suite = suite or (str(rows["suite"].iloc[0]) if len(rows) else "?")
-    return RunFacts(str(run.folder), suite, _settings(run), _aa_logs(clean, rows, _baseline(run)))
+    return RunFacts(str(run.folder), suite, run_settings(run),
+                    _aa_logs(clean, rows, _baseline(run)))
 
 
 def _check_duplicates(rows: pd.DataFrame, label: str) -> None:

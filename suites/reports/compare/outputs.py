@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from suites.common.numbers import missing, num, plain, ratio
+from suites.common.numbers import missing, num, ratio
 from suites.reports.compare.loading import Side, env_facts
-from suites.reports.compare.joined import Basis
 from suites.reports.kit import page as hp
 from suites.reports.kit.banner import banner_html
 
@@ -38,20 +37,6 @@ def care_lines(a: Side, b: Side) -> list[str]:
     return a.incomplete + b.incomplete
 
 
-def rule_text(basis: Basis) -> str:
-    rule = basis.rule
-    return (f"B/A is B's time per call over A's: below 1, B is faster. The unit of evidence is a "
-            f"timing round ({basis.figure} of rounds.csv: the calls of one round share one "
-            f"machine state): each side needs {rule.min_rounds} clean rounds. The spread of B/A "
-            "is the round noise of both sides (Welch) plus the drift of each run: two runs of "
-            "one commit land in different machine states by more than their rounds show. "
-            f"Equivalent: the 90% interval lies within {plain(1 / (1 + rule.floor))} to "
-            f"{plain(1 + rule.floor)} (+-{rule.floor:.0%}, two one-sided tests at 5%); else "
-            "faster or slower: the 99% interval excludes 1; else inconclusive. mde: the "
-            "smallest change the pair would call with 80% power; an inconclusive row could not "
-            "have seen a smaller one.")
-
-
 def _interval(lows, highs) -> list[str]:
     return [f"{ratio(lo)} to {ratio(hi)}" if not missing(lo) else "-"
             for lo, hi in zip(lows, highs)]
@@ -75,11 +60,19 @@ def _md_cell(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(frame: pd.DataFrame) -> str:
-    columns = dict(HTML_COLUMNS)
+def _columns(basis) -> dict[str, str]:
+    """The tables' columns: compare's, with the basis's count label and its own columns
+    (`extra_cells`: header -> a string per row) before the note."""
+    columns = {**HTML_COLUMNS, "n": basis.count_label}
+    note = columns.pop("note")
+    return {**columns, **{name: name for name in basis.extra_cells_names}, "note": note}
+
+
+def markdown_table(frame: pd.DataFrame, basis) -> str:
+    columns = _columns(basis)
     if frame["suite"].nunique() > 1:
         columns = {"suite": "suite", **columns}
-    shown = _display(frame)
+    shown = _display(frame).assign(**basis.extra_cells(frame))
     lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_md_cell(row[c]) for c in columns) + " |"
               for _, row in shown.iterrows()]
@@ -93,34 +86,35 @@ def facts_markdown(a: Side, b: Side) -> str:
     return "\n".join(lines)
 
 
-def warning_lines(basis: Basis) -> list[str]:
+def warning_lines(basis) -> list[str]:
     """The settings A and B do not share, a line each, said before anything else."""
     return [f"warning: A and B differ in {line}" for line in basis.differences]
 
 
-def write_markdown(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[str]) -> str:
-    table = markdown_table(frame)
+def write_markdown(path: Path, frame, a: Side, b: Side, basis, summary: list[str]) -> str:
+    table = markdown_table(frame, basis)
     warnings = ["\n".join(f"- **{line}**" for line in warning_lines(basis))] \
         if basis.differences else []
     care = care_lines(a, b)
     care = [f"## {CARE}\n\n" + "\n".join(f"- {line}" for line in care)] if care else []
     text = "\n\n".join(["# fusebench compare: A vs B", *warnings, *care, facts_markdown(a, b),
-                        rule_text(basis), f"## {SUMMARY}",
+                        basis.text(), f"## {SUMMARY}",
                         "\n".join(f"- {line}" for line in summary + basis.lines()),
                         table]) + "\n"
     path.write_text(text, encoding="utf-8")
     return table
 
 
-def write_html(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[str],
-               plot: Path) -> Path:
+def write_html(path: Path, frame, a: Side, b: Side, basis, summary: list[str],
+               plot: Path, images: tuple[tuple[str, Path], ...] = ()) -> Path:
     fa, fb = env_facts(a), env_facts(b)
     facts = pd.DataFrame({"fact": list(fa), "A": list(fa.values()), "B": list(fb.values())})
-    columns = dict(HTML_COLUMNS)
+    columns = _columns(basis)
     if frame["suite"].nunique() > 1:
         columns = {"suite": "suite", **columns}
     # hp.table gives each <tr> the row's `status` as its class: use it for the verdict's color.
-    shown = _display(frame).rename(columns={"status": "status_pair"}).assign(
+    shown = _display(frame).assign(**basis.extra_cells(frame)).rename(
+        columns={"status": "status_pair"}).assign(
         status=frame["verdict"].map(slug))
     columns = {("status_pair" if c == "status" else c): h for c, h in columns.items()}
     warnings = [("A and B differ", hp.bullet_list(warning_lines(basis)))] \
@@ -129,8 +123,9 @@ def write_html(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[
         *warnings,
         ("Runs", hp.table(facts, {"fact": "", "A": "A", "B": "B"}, left=("fact", "A", "B"))),
         (SUMMARY, hp.bullet_list(summary + basis.lines())
-         + f"<p>{html.escape(rule_text(basis))}</p>"),
+         + f"<p>{html.escape(basis.text())}</p>"),
         ("B / A per row", hp.image(plot)),
+        *((title, hp.image(image)) for title, image in images),
         ("All rows", hp.table(shown, columns, left=("suite", "case_id", "variant", "verdict",
                                                     "status_pair", "note"))),
     ]
@@ -140,9 +135,12 @@ def write_html(path: Path, frame, a: Side, b: Side, basis: Basis, summary: list[
     return path
 
 
-def write_all(out_dir: Path, frame, a: Side, b: Side, basis: Basis, summary: list[str],
-              plot: Path) -> str:
-    """The CSV, markdown and HTML; returns the markdown table for stdout."""
+def write_all(out_dir: Path, frame, a: Side, b: Side, basis, summary: list[str],
+              plot: Path, images: tuple[tuple[str, Path], ...] = ()) -> str:
+    """The CSV, markdown and HTML; returns the markdown table for stdout. `basis`: what the
+    verdicts rest on (joined.Basis for two runs, the A/B design's for pairs): its `lines()`,
+    `text()`, `differences`, `count_label`, `extra_cells_names` and `extra_cells(frame)`;
+    `images`: more plots after compare.png."""
     frame.to_csv(out_dir / "compare.csv", index=False)
-    write_html(out_dir / "compare.html", frame, a, b, basis, summary, plot)
+    write_html(out_dir / "compare.html", frame, a, b, basis, summary, plot, images)
     return write_markdown(out_dir / "compare.md", frame, a, b, basis, summary)

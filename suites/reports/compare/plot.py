@@ -32,7 +32,11 @@ def _empty(path: Path, message: str) -> Path:
     return save_png(fig, path)
 
 
-def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
+TITLE = ("B vs A per row: ratio, 99% interval (thin) and 90% interval (thick), from the rounds "
+         "and the drift")
+
+
+def write_plot(frame: pd.DataFrame, path: Path, floor: float, title: str = TITLE) -> Path:
     rows = frame[frame["verdict"].isin(COLORS)].reset_index(drop=True)
     if rows.empty:
         return _empty(path, "No row was comparable (ok on both sides, with enough clean rounds).")
@@ -65,8 +69,7 @@ def write_plot(frame: pd.DataFrame, path: Path, floor: float) -> Path:
     times_ticks(ax.xaxis)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     ax.set_xlabel("B / A time per call (left of 1: B faster)")
-    ax.set_title("B vs A per row: ratio, 99% interval (thin) and 90% interval (thick), from the "
-                 "rounds and the drift", fontsize=10)
+    ax.set_title(title, fontsize=10)
     # Legend in its own strip under the axes, so it never covers a row.
     height = 1.9 + ROW_INCHES * n
     fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=5, fontsize=8,

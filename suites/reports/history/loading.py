@@ -53,6 +53,7 @@ from functools import cached_property
 from pathlib import Path
 
 from suites.common.errors import InputError
+from suites.reports.history.ab_points import merge_designs
 from suites.reports.kit.banner import state_line
 from suites.results.columns import KEY, Status
 from suites.results.folder_checks import ENV_JSON, env_checked
@@ -123,6 +124,10 @@ class Run:
     machine: str = ""
     index: int = -1           # its place in the history's order, set by `load`
     triton: list[dict] | None = None  # triton_counters.csv's rows, where there is one
+    # A side of an A/B design read as one point (ab_points.py): what it is, and the run folder
+    # its files (kernels.csv, for the explanation) are read from.
+    design: str = ""
+    files_folder: Path | None = None
 
     @property
     def created(self) -> dt.datetime | None:
@@ -159,13 +164,14 @@ class Run:
     @cached_property
     def files(self) -> RunFolder:
         """The folder through the one reader (kernels.csv whole, for the explanation)."""
-        return RunFolder(self.folder)
+        return RunFolder(self.files_folder or self.folder)
 
     def label(self) -> str:
         """`#12 2026-12-02 08:56 (358f9ab)`: a run as the page names it."""
         when = self.created.strftime("%Y-%m-%d %H:%M") if self.created else "no date"
         commit = f" ({self.commit})" if self.commit else ""
-        return f"#{self.index + 1} {when}{commit}"
+        design = f" [{self.design}]" if self.design else ""
+        return f"#{self.index + 1} {when}{commit}{design}"
 
 
 def _header_index(header: list[str]) -> dict[str, int]:
@@ -477,8 +483,7 @@ def load(paths: list[Path], order: str = "time", by_threads: bool = False,
          repo: Path | None = None) -> History:
     """The history of every run folder under `paths`, in order (`order`: "time" or "commit";
     `repo`: where git is asked for the commits' order, the current folder by default)."""
-    runs = [read_one(folder, by_threads) for folder in find_folders(paths)]
-    notes = []
+    runs, notes = merge_designs([read_one(folder, by_threads) for folder in find_folders(paths)])
     if order == "commit":
         runs, line = order_by_commit(runs, git_commits(repo or Path.cwd()))
         notes.append(line)
