@@ -30,7 +30,7 @@ SHARED_DRIFT = 0.10   # the machine's state a pair shares: cancels in the pair's
 # measured in A/A designs here, one pair in 8 a row 15-60% off while the rest agree within 2%.
 ASTRAY_SHARE, ASTRAY_SD = 0.08, 0.25
 OWN_DRIFTS = {"full": (0.01, 0.02, 0.04), "quick": (0.02,)}
-PAIR_COUNTS = {"full": (4, 8, 12), "quick": (8,)}
+PAIR_COUNTS = {"full": (4, 8, 12), "quick": (12,)}  # quick: the default design
 DESIGNS = {"full": 20, "quick": 6}   # designs per cell (each of 60 rows)
 AB_SLOWDOWNS = (1.05, 1.10)
 

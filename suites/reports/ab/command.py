@@ -1,7 +1,7 @@
 """Before and after, on a noisy machine: two versions of the code timed in alternation.
 
     python -m suites.compare --ab HEAD~1 HEAD -- suite=matmul_add suite.dtypes=[float32]
-    python -m suites.compare --ab main . --pairs 12 --out cmp/ -- suite=mlp timing=quick
+    python -m suites.compare --ab main . --pairs 16 --out cmp/ -- suite=mlp timing=quick
     python -m suites.compare --ab v1.2..HEAD -- suite=matmul_add   # each commit against its parent
 
 A and B are each a git revision of this repository (checked out as a worktree, run with this
@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ab", nargs="+", required=True, metavar="REV",
                    help="A and B (revisions or checkouts), or one range REV1..REV2")
     p.add_argument("--pairs", type=int, default=DEFAULT_PAIRS,
-                   help="pairs of runs (default %(default)s: an mde of about 5%% where a "
+                   help="pairs of runs (default %(default)s: an mde of about 4%% where a "
                         "row's pairs spread by 2%%; docs/compare.md)")
     p.add_argument("--aa", action="store_true",
                    help="add an A/A run of A's code to each pair, compared in <out>/aa/")
