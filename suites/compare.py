@@ -9,7 +9,8 @@ from suites.reports.compare.command import main as compare_main
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     own = argv[:argv.index("--")] if "--" in argv else argv
-    return ab_main(argv) if "--ab" in own else compare_main(argv)
+    wants_ab = any(a == "--ab" or a.startswith("--ab=") for a in own)
+    return ab_main(argv) if wants_ab else compare_main(argv)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,19 @@ def test_the_design_defaults_yield_to_the_users_overrides():
     assert {"triton_counters=off", "progress=false"} <= set(args)
 
 
+def test_a_default_the_checkout_does_not_know_is_left_out(tmp_path):
+    assert plans.knows(ROOT, "triton_counters=off") and plans.knows(ROOT, "timing=quick")
+    assert not plans.knows(ROOT, "timing=no_such_preset")
+    older = tmp_path / "older"  # a revision from before triton_counters
+    (older / "conf" / "timing").mkdir(parents=True)
+    (older / "conf" / "timing" / "quick.yaml").write_text("preset: quick\n")
+    (older / "conf" / "profile").mkdir()
+    (older / "conf" / "profile" / "off.yaml").write_text("enabled: false\n")
+    (older / "conf" / "config.yaml").write_text("device: auto\ncalibrate: true\n")
+    assert _plan().arguments(older) == ["suite=matmul_add", "timing=quick", "profile=off",
+                                        "calibrate=false"]
+
+
 def test_another_design_in_the_same_folder_is_refused_naming_what_differs(tmp_path):
     plans.save(_plan(4), tmp_path)
     kept = plans.load(tmp_path)
@@ -106,6 +119,17 @@ def test_a_ten_percent_slowdown_in_steady_pairs_is_called_slower_and_a_a_is_not(
     assert row["mde"] < 0.05 and row["pairs"] == 8
     same = judge_row(("matmul_add", "M128", "addmm"), a, a[1:] + a[:1], 0.05)
     assert same["verdict"] != Change.SLOWER and same["verdict"] != Change.FASTER
+
+
+def test_a_row_judged_by_its_ok_pairs_is_ok_on_both_sides_whatever_the_other_runs_said():
+    rng = np.random.default_rng(5)
+    a = [_cell(100 * math.exp(0.01 * rng.standard_normal())) for _ in range(5)]
+    a += [_cell(0.0, "noisy", "too few clean rounds")] * 7
+    b = [_cell(110 * math.exp(0.01 * rng.standard_normal())) for _ in range(12)]
+    row = judge_row(("s", "c", "v"), a, b, 0.05)
+    assert row["pairs"] == 5 and row["verdict"] == Change.SLOWER
+    assert row["status_a"] == row["status_b"] == "ok"  # as compare's audit holds a judged row
+    assert "A noisy (too few clean rounds) in 7 run(s)" in row["note"]
 
 
 def test_pairs_a_row_is_not_ok_in_are_left_out_and_said_and_too_few_is_not_comparable():

@@ -61,7 +61,7 @@ def resolve(label: str, asked: str, repo: Path = REPO) -> Checkout:
                     "revision in")
         raise ConfigError(f"--ab {label} {asked}: {why}; give a commit, a branch, a tag or a "
                           "path to a checkout")
-    return Checkout(label, asked, commit, "")
+    return Checkout(label, asked, commit, "", revision=True)
 
 
 def worktree_path(out_dir: Path, commit: str) -> Path:
@@ -71,11 +71,11 @@ def worktree_path(out_dir: Path, commit: str) -> Path:
 def prepare(side: Checkout, out_dir: Path, repo: Path = REPO) -> Checkout:
     """A revision's worktree under out_dir/checkouts/<commit>, made once and reused by a
     resumed design (and by both sides of an A/A); a path's side as it is."""
-    if side.path and not side.path.startswith(str(Path(out_dir).resolve() / CHECKOUTS_DIR)):
+    if not side.revision:
         return side
     where = worktree_path(out_dir, side.commit)
-    if where.is_dir() and _git(where, "rev-parse", "HEAD") == side.commit:
-        return Checkout(side.label, side.asked, side.commit, str(where))
+    if _ready(where, side.commit):
+        return Checkout(side.label, side.asked, side.commit, str(where), revision=True)
     if where.exists():  # a worktree cut short: made again
         shutil.rmtree(where)
         _git(repo, "worktree", "prune")
@@ -90,7 +90,15 @@ def prepare(side: Checkout, out_dir: Path, repo: Path = REPO) -> Checkout:
         raise InputError(f"--ab {side.label} {side.asked}: git worktree add {where} failed: "
                          f"{(made.stderr or made.stdout).strip().splitlines()[-1:] or ''}"
                          + ("" if made.returncode else f" (no {ENTRY} at that commit)"))
-    return Checkout(side.label, side.asked, side.commit, str(where))
+    return Checkout(side.label, side.asked, side.commit, str(where), revision=True)
+
+
+def _ready(where: Path, commit: str) -> bool:
+    """A worktree made whole at `commit`: its own top level (not an empty folder inside another
+    checkout, which git would answer for) holding fusebench."""
+    return (where.is_dir() and is_checkout(where)
+            and _git(where, "rev-parse", "--show-toplevel") == str(where)
+            and _git(where, "rev-parse", "HEAD") == commit)
 
 
 def remove_worktrees(out_dir: Path, repo: Path = REPO) -> None:

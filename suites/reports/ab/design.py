@@ -65,8 +65,13 @@ def run_design(a: str, b: str, overrides: list[str], pairs: int, aa: bool, floor
     except KeyboardInterrupt:
         say(f"interrupted: the same command with --out {out_dir} resumes it")
         raise
-    if root is None and not runs.missing(plan, out_dir):
+    lacking = runs.missing(plan, out_dir)
+    if root is None and not lacking:
         checkouts.remove_worktrees(out_dir)
+    elif root is None and (out_dir / checkouts.CHECKOUTS_DIR).is_dir():
+        say(f"{len(lacking)} run(s) not complete ({', '.join(lacking)}): the worktrees stay in "
+            f"{out_dir / checkouts.CHECKOUTS_DIR} for a resume (git worktree remove, or a "
+            "complete resume, takes them away)")
     return judge_design(plan, out_dir, floor, say)
 
 
@@ -74,8 +79,7 @@ def _judge_pair(plan: Plan, out_dir: Path, folder: Path, first: str, second: str
                 say) -> None:
     frame = judge(sides.cells_of(plan, out_dir, first), sides.cells_of(plan, out_dir, second),
                   floor)
-    seconds = sum(r.get("seconds", 0) for name, r in plan.runs.items()
-                  if name.endswith(f"_{first}") or name.endswith(f"_{second}"))
+    seconds = sum(r.get("seconds", 0) for r in plan.runs.values())  # every run the design made
     design = Design(plan, floor, frame, seconds, sides.differences(plan, out_dir, first, second))
     side_a, side_b = sides.side(plan, out_dir, first), sides.side(plan, out_dir, second)
     table, summary = write_folder(folder, frame, side_a, side_b, design)

@@ -73,13 +73,14 @@ class Design:
         mde = judged["mde"].dropna()
         if len(mde):
             sd = _median(list(judged["pair_sd"]))
-            more = planned_mde(sd, 2 * plan.pairs)
+            used = int(judged["pairs"].median())  # fewer than planned in a design cut short
+            more = planned_mde(sd, 2 * used)
             within = int((mde <= TARGET_MDE).sum())
-            lines.append(f"power: {plan.pairs} pairs bought an mde of {mde.median():.1%} "
+            lines.append(f"power: {used} pairs bought an mde of {mde.median():.1%} "
                          f"(median; {mde.min():.1%} to {mde.max():.1%}; {within} of {len(mde)} "
-                         f"rows at or under {TARGET_MDE:.0%}); {2 * plan.pairs} pairs would "
+                         f"rows at or under {TARGET_MDE:.0%}); {2 * used} pairs would "
                          f"bring the median to about {more:.1%} (the same command with "
-                         f"--pairs {2 * plan.pairs} adds them)")
+                         f"--pairs {2 * used} adds them)")
         return lines
 
     def _relative_lines(self) -> list[str]:
@@ -100,7 +101,8 @@ class Design:
                 f"is a pair of runs, A's code and B's one after the other ({self.plan.pairs} "
                 "pairs, the order alternating): what the machine does to both halves of a pair "
                 "cancels in its ratio. A row's B/A is the trimmed mean of its pairs' log "
-                "ratios (Yuen's: the most extreme pair at each end set aside, from 5 pairs on) "
+                "ratios (Yuen's: the most extreme pair at each end set aside from 5 pairs, "
+                "two from 10) "
                 "and its intervals come from their winsorized spread (Student's t): what each "
                 "run landed on and the noise of its rounds are measured there, not assumed. "
                 f"Equivalent: the 90% interval lies within "

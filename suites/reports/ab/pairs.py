@@ -18,6 +18,7 @@ trimmed mean kept (so b_us / a_us is the ratio), and three of its own: `pairs` (
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,7 +146,8 @@ def _not_comparable(a: list[Cell | None], b: list[Cell | None], used: int, left:
 
 def _drift(pair_sd: float, variances: list[float]) -> float:
     """The sd of one run's offset the pairs show beyond their rounds' noise (NaN: no rounds to
-    say the noise by): var(pair log ratios) = 2 drift^2 + both runs' round noise of the mean."""
+    say the noise by): var(pair log ratios) = 2 drift^2 + both runs' round noise of the mean,
+    with the pairs' plain sd (the winsorized one understates a variance by half)."""
     if not variances or not all(math.isfinite(v) for v in variances):
         return NAN
     return math.sqrt(max(0.0, pair_sd ** 2 - float(np.mean(variances))) / 2)
@@ -170,6 +172,9 @@ def judge_row(key: tuple, a: list[Cell | None], b: list[Cell | None], floor: flo
     if len(used) < MIN_PAIRS:
         out.update(verdict="not comparable", note=_not_comparable(a, b, len(used), left))
         return out
+    # Judged: ok on both sides in enough pairs, whatever the other runs said (their counts are
+    # in the note), so the statuses say ok as every judged compare row's do.
+    out.update(status_a=Status.OK, status_b=Status.OK)
     logs = [math.log(b[i].us / a[i].us) for i in used]
     model = pair_ratio(logs)
     r = model.ratio
@@ -182,7 +187,8 @@ def judge_row(key: tuple, a: list[Cell | None], b: list[Cell | None], floor: flo
                b_us=math.exp(np.mean([math.log(b[i].us) for i in kept])),
                ratio=r.ratio, ci_low=r.low, ci_high=r.high, eq_low=r.eq_low, eq_high=r.eq_high,
                mde=r.mde, verdict=str(cls), pair_sd=model.pair_sd,
-               drift_sd=_drift(model.pair_sd, [a[i].round_var + b[i].round_var for i in used]))
+               drift_sd=_drift(statistics.stdev(logs),
+                               [a[i].round_var + b[i].round_var for i in used]))
     out.update(_relative(a, b, used, floor))
     notes = []
     if cls == Change.INCONCLUSIVE:

@@ -42,6 +42,7 @@ class Checkout:
     commit: str    # the commit it resolved to (a path's HEAD; "" where it is no git checkout)
     path: str      # the folder its run_suite.py runs from (a worktree for a revision)
     dirty: bool = False  # a path checkout with uncommitted changes: its commit is not all of it
+    revision: bool = False  # a revision (run from a worktree of its own), not a path
 
 
 @dataclass
@@ -68,11 +69,13 @@ class Plan:
     def checkout(self, label: str) -> Checkout:
         return self.b if label == B else self.a
 
-    def arguments(self) -> list[str]:
-        """The overrides every run gets: the sweep's, then the design's defaults it leaves."""
+    def arguments(self, code: Path | None = None) -> list[str]:
+        """The overrides a run gets: the sweep's, then the design's defaults it leaves, each
+        only where the checkout `code` knows it (an older revision without triton_counters
+        would refuse the override and every run of it fail)."""
         given = {o.lstrip("+~").split("=", 1)[0] for o in self.overrides}
-        return [*self.overrides,
-                *(d for d in RUN_DEFAULTS if d.split("=", 1)[0] not in given)]
+        return [*self.overrides, *(d for d in RUN_DEFAULTS if d.split("=", 1)[0] not in given
+                                   and (code is None or knows(Path(code), d)))]
 
     def same_design(self, other: "Plan") -> list[str]:
         """What differs between two plans for one folder, a phrase each ([]: the same design;
@@ -103,12 +106,28 @@ def load(out_dir: Path) -> Plan | None:
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        return Plan(Checkout(**record["a"]), Checkout(**record["b"]), list(record["overrides"]),
+        sides = [Checkout(**{"revision": "/checkouts/" in str(record[k].get("path", "")),
+                             **record[k]}) for k in ("a", "b")]
+        return Plan(*sides, list(record["overrides"]),
                     int(record["pairs"]), bool(record.get("aa", False)),
                     dict(record.get("runs") or {}))
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{path}: not an A/B plan fusebench wrote ({exc}); pass another --out "
                          "or remove it") from None
+
+
+def knows(code: Path, override: str) -> bool:
+    """Whether a checkout's config has the key of `key=value`: a group's option file
+    (conf/timing/quick.yaml) or a top-level key of conf/config.yaml."""
+    key, value = override.split("=", 1)
+    conf = code / "conf"
+    if (conf / key).is_dir():
+        return (conf / key / f"{value}.yaml").is_file()
+    try:
+        text = (conf / "config.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return any(line.startswith(f"{key}:") for line in text.splitlines())
 
 
 def check_pairs(pairs: int) -> int:

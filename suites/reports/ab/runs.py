@@ -41,7 +41,7 @@ def command_of(plan: Plan, pair: int, label: str, out_dir: Path) -> list[str]:
     folder = run_folder(out_dir, pair, label)
     code = Path(plan.checkout(label).path)
     extra = ["resume=true"] if _started(folder) else []
-    return [sys.executable, str(code / checkouts.ENTRY), *plan.arguments(), *extra,
+    return [sys.executable, str(code / checkouts.ENTRY), *plan.arguments(code), *extra,
             f"hydra.run.dir={folder.resolve()}"]
 
 

@@ -38,7 +38,8 @@ def _overrides(side: Side) -> list[str] | None:
 
 def ab_command(a: Side, b: Side) -> str:
     overrides = _overrides(a)
-    tail = " ".join(shlex.quote(o) for o in overrides) if overrides else "<the run's overrides>"
+    tail = ("<the run's overrides>" if overrides is None else
+            " ".join(shlex.quote(o) for o in overrides))
     return f"python -m suites.compare --ab {_commit(a)} {_commit(b)} -- {tail}"
 
 
